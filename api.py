@@ -1,0 +1,1 @@
+def compile(*a, **k): raise NotImplementedError

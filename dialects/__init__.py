@@ -1,0 +1,32 @@
+"""Dialect registry: name -> lazy factory, so a tool loads only the dialects a file uses."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.func import Func
+from xdsl.ir import Dialect
+
+
+def _lazy(module: str, attribute: str) -> Callable[[], Dialect]:
+    return lambda: getattr(importlib.import_module(f"mlconv.dialects.{module}"), attribute)
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "onnx": _lazy("onnx", "ONNX"),
+    "core": _lazy("core", "Core"),
+    "tpu": _lazy("tpu", "TPU"),
+}
+
+
+def make_context(*, allow_unregistered: bool = False) -> Context:
+    """A context with builtin, func and every mlconv dialect registered (loaded on first use)."""
+    ctx = Context(allow_unregistered=allow_unregistered)
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Func)
+    for name, factory in DIALECTS.items():
+        ctx.register_dialect(name, factory)
+    return ctx

@@ -1,0 +1,43 @@
+"""Pass and pipeline registry: name -> lazy factory returning the pass class.
+
+Named pipelines are passes too (`onnx-to-tpu`), so `--pass-pipeline='builtin.module(onnx-to-tpu)'`
+works like any pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _lazy(module: str, attribute: str) -> Callable[[], type[ModulePass]]:
+    return lambda: getattr(importlib.import_module(module), attribute)
+
+
+def _ours(module: str, attribute: str) -> Callable[[], type[ModulePass]]:
+    return _lazy(f"mlconv.passes.{module}", attribute)
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    # upstream xDSL
+    "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
+    "cse": _lazy("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
+    "dce": _lazy("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
+    # onnx
+    "onnx-to-core": _ours("onnx_to_core", "OnnxToCorePass"),
+    # core
+    "core-infer-shapes": _ours("core_infer_shapes", "CoreInferShapesPass"),
+    "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),
+    "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
+}
+
+PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {
+    "onnx-to-tpu": _ours("pipelines", "OnnxToTpuPipeline"),
+}
+
+
+def get_pass(name: str) -> type[ModulePass] | None:
+    factory = PASSES.get(name) or PIPELINES.get(name)
+    return factory() if factory else None
