@@ -19,6 +19,8 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "onnx": _lazy("onnx", "ONNX"),
     "core": _lazy("core", "Core"),
     "tpu": _lazy("tpu", "TPU"),
+    "quant": _lazy("quant", "Quant"),
+    "tflite": _lazy("tflite", "TFLite"),
 }
 
 
