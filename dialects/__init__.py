@@ -6,6 +6,7 @@ import importlib
 from collections.abc import Callable
 
 from xdsl.context import Context
+from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 from xdsl.ir import Dialect
@@ -29,6 +30,7 @@ def make_context(*, allow_unregistered: bool = False) -> Context:
     ctx = Context(allow_unregistered=allow_unregistered)
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
+    ctx.load_dialect(Arith)
     for name, factory in DIALECTS.items():
         ctx.register_dialect(name, factory)
     return ctx
