@@ -22,6 +22,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "tpu": _lazy("tpu", "TPU"),
     "quant": _lazy("quant", "Quant"),
     "tflite": _lazy("tflite", "TFLite"),
+    "tf": _lazy("tf", "TF"),
 }
 
 
