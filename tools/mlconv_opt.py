@@ -1,0 +1,424 @@
+"""mlconv-opt: parse textual IR, run a pass pipeline, verify, print (MLIR's mlir-opt for mlconv).
+
+    mlconv-opt in.mlir --pass-pipeline='builtin.module(onnx-to-core,core-infer-shapes)' -o out.mlir
+    mlconv-opt in.mlir -p cse,canonicalize --split-input-file
+    mlconv-opt invalid.mlir --split-input-file --verify-diagnostics
+
+Every parsed op without an explicit `loc(...)` gets the `FileLineColLoc` of its first token, as
+in MLIR, so verifier errors and pass failures point at the line they concern
+(`--mlir-print-debuginfo` shows these locations). `--verify-diagnostics` checks the errors
+against `// expected-error {{...}}` annotations (`@below`, `@above`, `@+N`, `@-N`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+from dataclasses import dataclass, field
+from io import StringIO
+
+from mlconv.errors import MlconvError, OptionError
+from mlconv.tools.cli import (
+    ToolArgumentParser,
+    ToolFailure,
+    atomic_output,
+    format_parse_error,
+    run_tool,
+)
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError
+
+PROG = "mlconv-opt"
+SPLIT_MARKER = "// -----"
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+
+@dataclass
+class Diagnostic:
+    """One error produced while processing the input, at a line of it where one is known."""
+
+    message: str
+    line: int | None = None
+    column: int | None = None
+    rendered: str | None = None
+    """The full report when it is not `path:line:col: error: message` (parse errors, names)."""
+
+    def render(self, path: str) -> str:
+        if self.rendered is not None:
+            return self.rendered
+        if self.line is None:
+            return f"{path}: error: {self.message}"
+        return f"{path}:{self.line}:{self.column or 1}: error: {self.message}"
+
+
+_FILE_LOC = re.compile(r'^"(?P<file>.*)":(?P<line>\d+):(?P<col>\d+)$')
+
+
+class LocatingParser(Parser):
+    """A Parser that gives each op lacking a `loc(...)` the FileLineColLoc of its first token,
+    and remembers the line of each op that has a NameLoc (to place errors that name it)."""
+
+    def __init__(self, ctx: Context, text: str, filename: str):
+        super().__init__(ctx, text, filename)
+        self.filename = StringAttr(filename)
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+        self.name_lines: dict[str, tuple[int, int]] = {}
+
+    def line_col(self, position: int) -> tuple[int, int]:
+        index = bisect.bisect_left(self.newlines, position)
+        line_start = self.newlines[index - 1] + 1 if index else 0
+        return index + 1, position - line_start + 1
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        line, column = self.line_col(start)
+        if isinstance(op.location, UnknownLoc):
+            op.location = FileLineColLoc(self.filename, IntAttr(line), IntAttr(column))
+        elif isinstance(op.location, NameLoc):
+            self.name_lines.setdefault(op.location.desc.data, (line, column))
+        return op
+
+
+def op_position(op: Operation | None) -> tuple[int | None, int | None]:
+    if op is not None and isinstance(op.location, FileLineColLoc):
+        return op.location.line.data, op.location.column.data
+    return None, None
+
+
+def verifier_errors(module: ModuleOp) -> list[tuple[Operation | None, str]]:
+    """Every op that fails to verify with its message; empty when the module verifies."""
+    try:
+        module.verify()
+        return []
+    except Exception as error:  # noqa: BLE001 - verifiers raise more than VerifyException
+        first = error
+    errors: list[tuple[Operation | None, str]] = []
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except Exception as error:  # noqa: BLE001
+            errors.append((op, _first_line(error)))
+    return errors or [(None, _first_line(first))]
+
+
+def _first_line(error: BaseException) -> str:
+    """The error's message on one line (xDSL's constraint messages span several)."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return " ".join(lines) if lines else type(error).__name__
+
+
+def _op_message(op: Operation | None, message: str) -> str:
+    return f"'{op.name}' op {message}" if op is not None else message
+
+
+# --------------------------------------------------------------------------- input chunks
+
+
+@dataclass
+class Chunk:
+    """A piece of the input; `text` is padded with newlines so positions are file positions."""
+
+    text: str
+    first_line: int
+
+    @property
+    def is_empty(self) -> bool:
+        for line in self.text.splitlines():
+            stripped = line.strip()
+            if stripped and not stripped.startswith("//"):
+                return False
+        return True
+
+
+def split_input(text: str, split: bool) -> list[Chunk]:
+    """The input as one chunk, or split at lines starting with `// -----` as MLIR does."""
+    if not split:
+        return [Chunk(text, 1)]
+    chunks: list[Chunk] = []
+    current: list[str] = []
+    first = 1
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.lstrip().startswith(SPLIT_MARKER):
+            chunks.append(Chunk("\n" * (first - 1) + "\n".join(current), first))
+            current, first = [], number + 1
+        else:
+            current.append(line)
+    chunks.append(Chunk("\n" * (first - 1) + "\n".join(current), first))
+    return chunks
+
+
+# --------------------------------------------------------------------------- expectations
+
+_EXPECTED = re.compile(
+    r"//\s*expected-(?P<kind>error|warning|remark|note)(?P<re>-re)?"
+    r"\s*(?:@(?P<where>above|below|[+-]\d+))?\s*\{\{(?P<message>.*)\}\}"
+)
+
+
+@dataclass
+class Expected:
+    kind: str
+    message: str
+    line: int
+    annotation_line: int
+    matched: bool = field(default=False)
+
+
+def parse_expectations(text: str) -> list[Expected]:
+    lines = text.split("\n")
+    designator = [("expected-" in line and _EXPECTED.search(line) is not None) for line in lines]
+    expectations: list[Expected] = []
+    for index, line in enumerate(lines):
+        match = _EXPECTED.search(line)
+        if match is None:
+            continue
+        where = match["where"]
+        target = index
+        if where == "below":
+            target = index + 1
+            while target < len(lines) and designator[target]:
+                target += 1
+        elif where == "above":
+            target = index - 1
+            while target >= 0 and designator[target]:
+                target -= 1
+        elif where:
+            target = index + int(where)
+        kind = match["kind"] + (match["re"] or "")
+        expectations.append(Expected(kind, match["message"], target + 1, index + 1))
+    return expectations
+
+
+def _message_matches(expected: Expected, message: str) -> bool:
+    if expected.kind.endswith("-re"):
+        parts = re.split(r"\{\{(.*?)\}\}", expected.message)
+        pattern = "".join(re.escape(p) if i % 2 == 0 else f"(?:{p})" for i, p in enumerate(parts))
+        return re.search(pattern, message) is not None
+    return expected.message in message
+
+
+def check_expectations(
+    path: str, expectations: list[Expected], diagnostics: list[Diagnostic]
+) -> list[str]:
+    """The lines to report: unexpected errors and expected ones that did not occur."""
+    report: list[str] = []
+    for diagnostic in diagnostics:
+        for expected in expectations:
+            if (
+                not expected.matched
+                and expected.kind.startswith("error")
+                and expected.line == diagnostic.line
+                and _message_matches(expected, diagnostic.message)
+            ):
+                expected.matched = True
+                break
+        else:
+            where = (
+                f"{path}:{diagnostic.line}:{diagnostic.column or 1}" if diagnostic.line else path
+            )
+            report.append(f"{where}: error: unexpected error: {diagnostic.message}")
+    for expected in expectations:
+        if not expected.matched:
+            report.append(
+                f"{path}:{expected.annotation_line}: error: expected {expected.kind} "
+                f'"{expected.message}" was not produced (at line {expected.line})'
+            )
+    return report
+
+
+# --------------------------------------------------------------------------- processing
+
+
+@dataclass
+class Options:
+    path: str
+    passes: list[ModulePass]
+    allow_unregistered: bool = False
+    print_ir_after_all: bool = False
+    debuginfo: bool = False
+
+
+def _mlconv_diagnostic(error: MlconvError, path: str, parser: LocatingParser) -> Diagnostic:
+    location = error.location or ""
+    if match := _FILE_LOC.match(location):
+        return Diagnostic(error.message, int(match["line"]), int(match["col"]))
+    if location in parser.name_lines:
+        line, column = parser.name_lines[location]
+        return Diagnostic(error.message, line, column, rendered=error.render(path))
+    return Diagnostic(error.message, rendered=error.render(path))
+
+
+def _dump_after(pass_: ModulePass, module: ModuleOp, options: Options, ctx: Context) -> None:
+    title = f"// -----// IR Dump After {type(pass_).__name__} ({pass_.name}) //----- //"
+    print(title, file=sys.stderr)
+    print(print_module(module, ctx, options.debuginfo), file=sys.stderr)
+
+
+def print_module(module: ModuleOp, ctx: Context, debuginfo: bool = False) -> str:
+    stream = StringIO()
+    printer = Printer(stream=stream, print_debuginfo=debuginfo)
+    printer.print_op(module)
+    printer.print_metadata(ctx.loaded_dialects)
+    stream.write("\n")
+    return stream.getvalue()
+
+
+def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diagnostic]]:
+    """Parse, verify, run the passes (verifying after each) and print one chunk."""
+    from mlconv.dialects import make_context
+
+    ctx = make_context(allow_unregistered=options.allow_unregistered)
+    parser = LocatingParser(ctx, chunk.text, options.path)
+    if chunk.is_empty:
+        module = ModuleOp([])
+    else:
+        try:
+            module = parser.parse_module()
+        except ParseError as error:
+            location = error.span.get_location()
+            rendered = format_parse_error(error, options.path)
+            return None, [Diagnostic(error.msg, location.line, location.col, rendered)]
+        except MlconvError as error:
+            return None, [_mlconv_diagnostic(error, options.path, parser)]
+
+    def verify() -> list[Diagnostic]:
+        return [
+            Diagnostic(_op_message(op, message), *op_position(op))
+            for op, message in verifier_errors(module)
+        ]
+
+    if errors := verify():
+        return None, errors
+    for pass_ in options.passes:
+        try:
+            pass_.apply(ctx, module)
+        except MlconvError as error:
+            return None, [_mlconv_diagnostic(error, options.path, parser)]
+        except Exception as error:
+            from xdsl.utils.exceptions import DiagnosticException
+
+            if not isinstance(error, DiagnosticException):
+                import os
+
+                if os.environ.get("MLCONV_DEBUG"):
+                    raise
+                message = f"internal error in pass '{pass_.name}': {type(error).__name__}: "
+                return None, [Diagnostic(message + _first_line(error))]
+            return None, [Diagnostic(f"pass '{pass_.name}' failed: {_first_line(error)}")]
+        if errors := verify():
+            return None, [
+                Diagnostic(f"{e.message} (after pass '{pass_.name}')", e.line, e.column)
+                for e in errors
+            ]
+        if options.print_ir_after_all:
+            _dump_after(pass_, module, options, ctx)
+    return print_module(module, ctx, options.debuginfo), []
+
+
+# --------------------------------------------------------------------------- the tool
+
+
+def make_parser() -> ToolArgumentParser:
+    parser = ToolArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    parser.add_argument("input", nargs="?", default="-", help="input .mlir file, or - for stdin")
+    parser.add_argument("--pass-pipeline", help="e.g. 'builtin.module(cse,canonicalize)'")
+    parser.add_argument("-p", "--passes", help="flat pass list, e.g. 'cse,canonicalize'")
+    parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    parser.add_argument("--print-ir-after-all", action="store_true")
+    parser.add_argument("--split-input-file", action="store_true")
+    parser.add_argument("--verify-diagnostics", action="store_true")
+    parser.add_argument("--mlir-print-debuginfo", action="store_true")
+    parser.add_argument("--allow-unregistered-dialect", action="store_true")
+    parser.add_argument("--list-passes", action="store_true")
+    return parser
+
+
+def list_passes() -> str:
+    from mlconv.passes import PASSES, PIPELINES
+
+    lines = []
+    for title, registry in (("Passes", PASSES), ("Pipelines", PIPELINES)):
+        lines.append(f"{title}:")
+        for name in sorted(registry):
+            try:
+                doc = (registry[name]().__doc__ or "").strip().split("\n")[0]
+            except Exception as error:  # noqa: BLE001 - a pass not written yet
+                doc = f"(unavailable: {type(error).__name__})"
+            lines.append(f"  {name:<24} {doc}")
+    return "\n".join(lines) + "\n"
+
+
+def read_input(path: str) -> str:
+    data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MlconvError("input is not UTF-8 text (is it a binary model file?)") from None
+
+
+def _run(argv: list[str] | None) -> int:
+    from mlconv.passes.pipeline_spec import parse_pass_pipeline
+
+    args = make_parser().parse_args(argv)
+    if args.list_passes:
+        sys.stdout.write(list_passes())
+        return 0
+    if args.pass_pipeline is not None and args.passes is not None:
+        raise OptionError("give either --pass-pipeline or -p, not both")
+    try:
+        passes = parse_pass_pipeline(args.pass_pipeline or args.passes or "")
+    except MlconvError as error:
+        raise ToolFailure([error.render(PROG)]) from None
+    path = "<stdin>" if args.input == "-" else args.input
+    try:
+        text = read_input(args.input)
+    except OSError as error:
+        raise ToolFailure([f"{path}: error: {error.strerror or error}"]) from None
+    except MlconvError as error:
+        raise ToolFailure([error.render(path)]) from None
+
+    options = Options(
+        path=path,
+        passes=passes,
+        allow_unregistered=args.allow_unregistered_dialect,
+        print_ir_after_all=args.print_ir_after_all,
+        debuginfo=args.mlir_print_debuginfo,
+    )
+    outputs: list[str] = []
+    diagnostics: list[Diagnostic] = []
+    for chunk in split_input(text, args.split_input_file):
+        output, errors = process_chunk(chunk, options)
+        if output is not None:
+            outputs.append(output)
+        # Without --verify-diagnostics, one error per chunk: the first is the one to fix.
+        diagnostics.extend(errors if args.verify_diagnostics else errors[:1])
+
+    if args.verify_diagnostics:
+        report = check_expectations(path, parse_expectations(text), diagnostics)
+    else:
+        report = [d.render(path) for d in diagnostics]
+    failed = bool(report)
+    if not (failed and args.output):
+        with atomic_output(args.output) as stream:
+            stream.write(f"{SPLIT_MARKER}\n".join(outputs))
+            stream.flush()
+    for line in report:
+        print(line, file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(PROG, lambda: _run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
