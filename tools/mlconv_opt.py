@@ -272,32 +272,52 @@ def print_module(module: ModuleOp, ctx: Context, debuginfo: bool = False) -> str
     return stream.getvalue()
 
 
-def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diagnostic]]:
-    """Parse, verify, run the passes (verifying after each) and print one chunk."""
+def verify_module(module: ModuleOp) -> list[Diagnostic]:
+    """The verifier errors of `module`, each at its op's line."""
+    return [
+        Diagnostic(_op_message(op, message), *op_position(op))
+        for op, message in verifier_errors(module)
+    ]
+
+
+def parse_chunk(
+    chunk: Chunk, options: Options
+) -> tuple[Context, LocatingParser, ModuleOp | None, list[Diagnostic]]:
+    """Parse one chunk into a verified module (None and the errors when it cannot)."""
     from mlconv.dialects import make_context
 
     ctx = make_context(allow_unregistered=options.allow_unregistered)
     parser = LocatingParser(ctx, chunk.text, options.path)
     if chunk.is_empty:
-        module = ModuleOp([])
-    else:
-        try:
-            module = parser.parse_module()
-        except ParseError as error:
-            location = error.span.get_location()
-            rendered = format_parse_error(error, options.path)
-            return None, [Diagnostic(error.msg, location.line, location.col, rendered)]
-        except MlconvError as error:
-            return None, [_mlconv_diagnostic(error, options.path, parser)]
+        return ctx, parser, ModuleOp([]), []
+    try:
+        module = parser.parse_module()
+    except ParseError as error:
+        location = error.span.get_location()
+        rendered = format_parse_error(error, options.path)
+        return ctx, parser, None, [Diagnostic(error.msg, location.line, location.col, rendered)]
+    except MlconvError as error:
+        return ctx, parser, None, [_mlconv_diagnostic(error, options.path, parser)]
+    if errors := verify_module(module):
+        return ctx, parser, None, errors
+    return ctx, parser, module, []
+
+
+def parse_and_verify(chunk: Chunk, options: Options) -> tuple[ModuleOp | None, list[Diagnostic]]:
+    """For other tools: the verified module of a text, or None and its errors."""
+    _, _, module, errors = parse_chunk(chunk, options)
+    return module, errors
+
+
+def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diagnostic]]:
+    """Parse, verify, run the passes (verifying after each) and print one chunk."""
+    ctx, parser, module, errors = parse_chunk(chunk, options)
+    if module is None:
+        return None, errors
 
     def verify() -> list[Diagnostic]:
-        return [
-            Diagnostic(_op_message(op, message), *op_position(op))
-            for op, message in verifier_errors(module)
-        ]
+        return verify_module(module)
 
-    if errors := verify():
-        return None, errors
     for pass_ in options.passes:
         try:
             pass_.apply(ctx, module)

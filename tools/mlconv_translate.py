@@ -1,0 +1,247 @@
+"""mlconv-translate: model files <-> mlconv IR (MLIR's mlir-translate for mlconv).
+
+    mlconv-translate --import-onnx model.onnx -o model.mlir
+    mlconv-translate --import-onnx model.onnx --check       # every unsupported (op, version)
+    mlconv-translate --import-tf saved_model_dir --signature serving_default
+    mlconv-translate --import-tflite model.tflite
+    mlconv-translate --export-openvino model.mlir -o model.xml
+
+Translations are a table (`TRANSLATIONS`): a flag names a lazily imported function. To add one,
+add an entry; imports take the model path (plus the options in `extra`) and return a ModuleOp,
+exports take the parsed module and an output path they write to (and may write files beside it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlconv.errors import MlconvError, OptionError
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, atomic_output, run_tool
+
+PROG = "mlconv-translate"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One `--flag INPUT` translation: `module.function`, imported only when it is used."""
+
+    flag: str
+    module: str
+    function: str
+    help: str
+    direction: str = "import"  # "import": model -> IR text; "export": IR text -> file(s)
+    extra: tuple[str, ...] = field(default=())
+    """Names of the tool's options passed on as keyword arguments (when given)."""
+    printer: str | None = None
+    """`module.function(module, stream)` printing the imported IR; default: generic + locations."""
+
+    def load(self) -> Callable[..., Any]:
+        try:
+            module = importlib.import_module(self.module)
+        except ModuleNotFoundError as error:
+            if error.name and self.module.startswith(error.name):
+                raise OptionError(
+                    f"{self.flag} is not available yet ({self.module} is missing)"
+                ) from None
+            raise OptionError(
+                f"{self.flag} needs the Python package '{error.name}', which is not installed"
+            ) from None
+        function = getattr(module, self.function, None)
+        if function is None:
+            raise OptionError(
+                f"{self.flag} is not available yet ({self.module}.{self.function} is missing)"
+            )
+        return function
+
+
+TRANSLATIONS: dict[str, Translation] = {
+    t.flag: t
+    for t in [
+        Translation(
+            "--import-onnx",
+            "mlconv.frontends.onnx_importer",
+            "import_onnx",
+            "ONNX model file -> onnx dialect",
+            printer="mlconv.frontends.onnx_importer.print_module",
+        ),
+        Translation(
+            "--import-tf",
+            "mlconv.frontends.tf_importer",
+            "import_tf",
+            "TensorFlow SavedModel folder (or GraphDef) -> tf dialect",
+            extra=("signature", "alias", "function"),
+        ),
+        Translation(
+            "--import-tflite",
+            "mlconv.frontends.tflite_importer",
+            "import_tflite",
+            "TFLite flatbuffer -> tflite dialect",
+        ),
+        Translation(
+            "--export-openvino",
+            "mlconv.backends.openvino_ir",
+            "export_openvino",
+            "core-dialect IR -> OpenVINO IR (.xml + .bin beside it)",
+            direction="export",
+        ),
+        Translation(
+            "--export-tflite",
+            "mlconv.backends.tflite_writer",
+            "export_tflite",
+            "core-dialect IR -> TFLite flatbuffer",
+            direction="export",
+        ),
+        Translation(
+            "--export-stablehlo",
+            "mlconv.backends.jax_backend",
+            "export_stablehlo",
+            "tpu-dialect IR -> StableHLO text",
+            direction="export",
+        ),
+    ]
+}
+
+
+def make_parser() -> ToolArgumentParser:
+    parser = ToolArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    for translation in TRANSLATIONS.values():
+        group.add_argument(
+            translation.flag,
+            dest="translation",
+            action="store_const",
+            const=translation.flag,
+            help=translation.help,
+        )
+    parser.add_argument("input", help="model file or folder (imports), .mlir file (exports)")
+    parser.add_argument("-o", "--output", help="output file (default: stdout for imports)")
+    parser.add_argument("--signature", help="--import-tf: the signature to import")
+    parser.add_argument("--alias", help="--import-tf: the function alias to import")
+    parser.add_argument("--function", help="--import-tf: the concrete function to import")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="--import-onnx: list every (op, version) without a lowering to core",
+    )
+    parser.add_argument("--allow-unregistered-dialect", action="store_true")
+    return parser
+
+
+def _call_frontend(function: Callable[..., Any], path: str, kwargs: dict[str, Any]) -> Any:
+    try:
+        return function(path, **kwargs)
+    except (MlconvError, OSError):
+        raise
+    except Exception as error:
+        if os.environ.get("MLCONV_DEBUG"):
+            raise
+        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+        detail = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+        raise MlconvError(f"cannot import the model: {detail}") from None
+
+
+def _print_module(translation: Translation, module: Any, stream: Any) -> None:
+    if translation.printer:
+        module_name, _, function = translation.printer.rpartition(".")
+        try:
+            printer = getattr(importlib.import_module(module_name), function)
+        except (ImportError, AttributeError):
+            printer = None
+        if printer is not None:
+            printer(module, stream)
+            return
+    from xdsl.printer import Printer
+
+    printer = Printer(stream=stream, print_debuginfo=True)
+    printer.print_op(module)
+    stream.write("\n")
+
+
+def check_legalizable(module: Any) -> list[str]:
+    """Every message of `onnx_to_core.check_legalizable` (empty: everything can be lowered)."""
+    try:
+        onnx_to_core = importlib.import_module("mlconv.passes.onnx_to_core")
+    except ModuleNotFoundError:
+        onnx_to_core = None
+    check = getattr(onnx_to_core, "check_legalizable", None)
+    if check is None:
+        raise OptionError(
+            "--check is not available yet (mlconv.passes.onnx_to_core.check_legalizable is missing)"
+        )
+    return [str(message) for message in check(module)]
+
+
+def _import(args: Any, translation: Translation, path: str) -> int:
+    function = translation.load()
+    kwargs = {name: getattr(args, name) for name in translation.extra}
+    if not os.path.exists(args.input):
+        raise ToolFailure([f"{path}: error: no such file or directory"])
+    module = _call_frontend(function, args.input, kwargs)
+    if args.check:
+        messages = check_legalizable(module)
+        lines = [m if m.startswith(f"{path}:") else f"{path}: error: {m}" for m in messages]
+        if lines:
+            raise ToolFailure(lines)
+        return 0
+    with atomic_output(args.output) as stream:
+        _print_module(translation, module, stream)
+    return 0
+
+
+def _export(args: Any, translation: Translation, path: str) -> int:
+    from mlconv.tools.mlconv_opt import Chunk, Options, parse_and_verify, read_input
+
+    function = translation.load()
+    if not args.output or args.output == "-":
+        raise OptionError(f"{translation.flag} needs -o OUTPUT")
+    options = Options(path=path, passes=[], allow_unregistered=args.allow_unregistered_dialect)
+    module, errors = parse_and_verify(Chunk(read_input(args.input), 1), options)
+    if module is None:
+        raise ToolFailure([errors[0].render(path)])
+    # The exporter writes into a fresh folder beside the output; its files are moved into
+    # place only once it has succeeded (OpenVINO writes a .bin beside the .xml).
+    destination = os.path.dirname(os.path.abspath(args.output))
+    staging = tempfile.mkdtemp(prefix=".mlconv-translate.", dir=destination)
+    try:
+        function(module, os.path.join(staging, os.path.basename(args.output)))
+        for name in os.listdir(staging):
+            os.replace(os.path.join(staging, name), os.path.join(destination, name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return 0
+
+
+def _run(argv: list[str] | None) -> int:
+    args = make_parser().parse_args(argv)
+    translation = TRANSLATIONS[args.translation]
+    path = args.input
+    if args.check and args.translation != "--import-onnx":
+        raise OptionError("--check goes with --import-onnx")
+    for name in ("signature", "alias", "function"):
+        if getattr(args, name) is not None and name not in translation.extra:
+            raise OptionError(f"--{name} goes with --import-tf")
+    try:
+        if translation.direction == "import":
+            return _import(args, translation, path)
+        return _export(args, translation, path)
+    except MlconvError as error:
+        if isinstance(error, OptionError) and not error.location:
+            raise ToolFailure([error.render(PROG)]) from None
+        raise ToolFailure([error.render(path)]) from None
+    except OSError as error:
+        raise ToolFailure([f"{error.filename or path}: error: {error.strerror or error}"]) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(PROG, lambda: _run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
