@@ -1,0 +1,259 @@
+"""Import a .tflite flatbuffer into the tflite dialect.
+
+    module = import_tflite("model.tflite")
+
+Subgraph 0 becomes `func.func @main` (inputs and outputs in order, each named by
+`{mlconv.name = "..."}`). Tensors with a buffer become `tflite.CONST` ops (bytes, never lists;
+a quantized constant keeps its storage integers in `value` and the `!quant.uniform` type on
+its result). Each operator becomes `tflite.<BUILTIN_NAME>` with its options as attributes and
+its `version`, located at `NameLoc(<first output tensor name>)`. An absent optional input
+(-1) becomes a `tflite.NO_VALUE`. Errors (not a TFLite file, truncated file, custom op, an
+operator version the tables do not know) are one-line `FrontendError`s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from mlconv.dense import element_type, to_dense_attr
+from mlconv.dialects import tflite
+from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.errors import FrontendError
+from mlconv.passes.tflite_op_versions import known_version
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IntegerType,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    Signedness,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+# TFLite TensorType -> numpy dtype of the stored values.
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "FLOAT32": np.dtype(np.float32),
+    "FLOAT16": np.dtype(np.float16),
+    "FLOAT64": np.dtype(np.float64),
+    "INT8": np.dtype(np.int8),
+    "UINT8": np.dtype(np.uint8),
+    "INT16": np.dtype(np.int16),
+    "UINT16": np.dtype(np.uint16),
+    "INT32": np.dtype(np.int32),
+    "UINT32": np.dtype(np.uint32),
+    "INT64": np.dtype(np.int64),
+    "UINT64": np.dtype(np.uint64),
+    "BOOL": np.dtype(np.bool_),
+}
+TENSOR_TYPE_NAMES: dict[int, str] = {v: k for k, v in tflite.ENUMS["TensorType"].items()}
+
+
+@cache
+def tflite_schema():
+    """TensorFlow's generated TFLite schema module, loaded from its file alone.
+
+    Importing `tensorflow.lite.python.schema_py_generated` runs TensorFlow's package init
+    (seconds); the file itself only needs `flatbuffers`, so it is loaded on its own.
+    """
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        raise FrontendError("reading and writing .tflite files needs tensorflow installed")
+    path = Path(list(spec.submodule_search_locations)[0]) / "lite/python/schema_py_generated.py"
+    module_spec = importlib.util.spec_from_file_location("mlconv_tflite_schema", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _storage_type(type_name: str) -> IntegerType:
+    dtype = NUMPY_DTYPES[type_name]
+    signedness = Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS
+    return IntegerType(dtype.itemsize * 8, signedness)
+
+
+def element_of(tensor, type_name: str) -> Attribute:
+    """A tensor's element type: `!quant.uniform` when it carries scales, else builtin."""
+    q = tensor.quantization
+    scales = [] if q is None or q.scale is None else [float(s) for s in q.scale]
+    if scales and NUMPY_DTYPES[type_name].kind in "iu":
+        zero_points = [int(z) for z in (q.zeroPoint if q.zeroPoint is not None else [0])]
+        zero_points += [0] * (len(scales) - len(zero_points))
+        axis = int(q.quantizedDimension) if len(scales) > 1 else -1
+        return UniformQuantizedType(
+            _storage_type(type_name), element_type(np.float32), scales, zero_points, axis
+        )
+    return element_type(NUMPY_DTYPES[type_name])
+
+
+class _Importer:
+    def __init__(self, path: str, data: bytes):
+        self.path = path
+        self.data = data
+        self.schema = tflite_schema()
+
+    def model(self):
+        s = self.schema
+        if len(self.data) < 8 or not s.Model.ModelBufferHasIdentifier(self.data, 0):
+            raise FrontendError(f"{self.path} is not a TFLite flatbuffer (no 'TFL3' identifier)")
+        try:
+            return s.ModelT.InitFromObj(s.Model.GetRootAs(self.data, 0))
+        except Exception as error:  # truncated/corrupt buffers raise struct/index errors
+            raise FrontendError(
+                f"{self.path} is a corrupt or truncated TFLite file ({type(error).__name__})"
+            ) from None
+
+    def buffer_bytes(self, model, index: int) -> bytes | None:
+        if index <= 0 or index >= len(model.buffers or []):
+            return None
+        buffer = model.buffers[index]
+        if buffer.offset > 1 and buffer.size:
+            return self.data[buffer.offset : buffer.offset + buffer.size]
+        if buffer.data is None or len(buffer.data) == 0:
+            return None
+        return np.asarray(buffer.data, dtype=np.uint8).tobytes()
+
+    def run(self) -> ModuleOp:
+        model = self.model()
+        if not model.subgraphs:
+            raise FrontendError(f"{self.path} has no subgraph")
+        graph = model.subgraphs[0]
+        tensors = graph.tensors or []
+
+        def type_name(t) -> str:
+            name = TENSOR_TYPE_NAMES.get(t.type, str(t.type))
+            if name not in NUMPY_DTYPES:
+                raise FrontendError(
+                    f"tensor '{_name(t)}' has type {name}, which mlconv does not support"
+                )
+            return name
+
+        def tensor_type(t) -> TensorType:
+            dims = t.shapeSignature if t.shapeSignature is not None else t.shape
+            dims = [] if dims is None else [int(d) for d in dims]
+            return TensorType(element_of(t, type_name(t)), dims)
+
+        inputs = [int(i) for i in (graph.inputs if graph.inputs is not None else [])]
+        outputs = [int(i) for i in (graph.outputs if graph.outputs is not None else [])]
+        block = Block(arg_types=[tensor_type(tensors[i]) for i in inputs])
+        values: dict[int, SSAValue] = dict(zip(inputs, block.args, strict=True))
+        for i, arg in zip(inputs, block.args, strict=True):
+            arg.name_hint = _hint(_name(tensors[i]))
+        builder = Builder(InsertPoint.at_end(block))
+        no_value: SSAValue | None = None
+
+        def value_of(index: int) -> SSAValue:
+            nonlocal no_value
+            if index < 0:
+                if no_value is None:
+                    no_value = builder.insert(tflite.NoValueOp()).output
+                return no_value
+            if index not in values:
+                t = tensors[index]
+                raw = self.buffer_bytes(model, t.buffer)
+                if raw is None:
+                    raise FrontendError(
+                        f"tensor '{_name(t)}' is used before it is produced and has no data"
+                    )
+                result_type = tensor_type(t)
+                dtype = NUMPY_DTYPES[type_name(t)]
+                array = np.frombuffer(raw, dtype=dtype).reshape(result_type.get_shape())
+                const = tflite.ConstOp(to_dense_attr(array), result_type)
+                const.location = name_loc(_name(t))
+                const.output.name_hint = _hint(_name(t))
+                values[index] = builder.insert(const).output
+            return values[index]
+
+        codes = model.operatorCodes or []
+        problems: list[str] = []
+        for op in graph.operators or []:
+            code = codes[op.opcodeIndex]
+            builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+            operator = tflite.OPERATOR_NAMES.get(builtin, str(builtin))
+            out_index = [int(i) for i in (op.outputs if op.outputs is not None else [])]
+            where = _name(tensors[out_index[0]]) if out_index else "?"
+            if operator == "CUSTOM":
+                custom = (code.customCode or b"").decode(errors="replace")
+                raise FrontendError(f"custom operator '{custom}' is not supported", where)
+            op_class = tflite.op_class(operator)
+            if op_class is None:
+                raise FrontendError(f"unknown builtin operator code {builtin}", where)
+            if not known_version(operator, code.version):
+                problems.append(
+                    f"Didn't find op for builtin opcode '{operator}' version "
+                    f"'{code.version}' at loc(\"{where}\")"
+                )
+                continue
+            operands = [value_of(int(i)) for i in (op.inputs if op.inputs is not None else [])]
+            attributes: dict[str, Attribute] = {
+                "version": tflite.IntegerAttr(code.version, tflite.i32)
+            }
+            options = op.builtinOptions if op.builtinOptions is not None else op.builtinOptions2
+            if options is not None:
+                for field in tflite.fields_of(operator):
+                    attributes[field["name"]] = tflite.option_attr(
+                        field, getattr(options, field["py"])
+                    )
+            new = op_class.create(
+                operands=operands,
+                result_types=[tensor_type(tensors[i]) for i in out_index],
+                attributes=attributes,
+            )
+            new.location = name_loc(where)
+            for i, result in zip(out_index, new.results, strict=True):
+                result.name_hint = _hint(_name(tensors[i]))
+                values[i] = result
+            builder.insert(new)
+        if problems:
+            raise FrontendError("; ".join(problems))
+        results = [value_of(i) for i in outputs]
+        builder.insert(func.ReturnOp(*results))
+        main = func.FuncOp(
+            "main",
+            ([a.type for a in block.args], [r.type for r in results]),
+            Region(block),
+            arg_attrs=_names([tensors[i] for i in inputs]),
+            res_attrs=_names([tensors[i] for i in outputs]),
+        )
+        return ModuleOp([main])
+
+
+def name_loc(name: str) -> NameLoc:
+    return NameLoc(StringAttr(name), NoneAttr())
+
+
+def _name(tensor) -> str:
+    name = tensor.name
+    return name.decode(errors="replace") if isinstance(name, bytes) else str(name or "")
+
+
+def _hint(name: str) -> str | None:
+    cleaned = "".join(c if c.isalnum() or c in "_" else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() and not cleaned.startswith("_") else None
+
+
+def _names(tensors) -> Attribute:
+    from xdsl.dialects.builtin import ArrayAttr
+
+    return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(_name(t))}) for t in tensors])
+
+
+def import_tflite(path: str | Path) -> ModuleOp:
+    """The module of a .tflite file (subgraph 0 as `func.func @main`)."""
+    path = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FrontendError(f"cannot read {path}: {error.strerror}") from None
+    return _Importer(path, data).run()
+
+
+__all__ = ["import_tflite", "DenseIntOrFPElementsAttr"]
