@@ -244,8 +244,8 @@ def _field(name: str, used: set[str]) -> str:
 
 
 def _example(op_name: str, spec: dict[str, Any], regions: tuple[str, ...]) -> str:
-    ins = [name for name, _ in spec["inputs"]]
-    outs = [name for name, _ in spec["outputs"]]
+    ins = [arg[0] for arg in spec["inputs"]]
+    outs = [arg[0] for arg in spec["outputs"]]
     lhs = f"{', '.join('%' + o for o in outs)} = " if outs else ""
     args = ", ".join("%" + i for i in ins)
     region_text = f" ({', '.join('{...}' for _ in regions)})" if regions else ""
@@ -258,7 +258,7 @@ def _example(op_name: str, spec: dict[str, Any], regions: tuple[str, ...]) -> st
 
 def _doc(op_name: str, spec: dict[str, Any], regions: tuple[str, ...]) -> str:
     def args(items):
-        return ", ".join(n + {"": "", "number": "[N]", "types": "[...]"}[k] for n, k in items)
+        return ", ".join(a[0] + (f"[{a[2]}]" if a[1] else "") for a in items)
 
     attrs = []
     for name, tf_type, default in spec["attrs"]:
@@ -297,9 +297,9 @@ def _make_op(op_name: str, spec: dict[str, Any]) -> type[TFOp]:
         (spec["inputs"], operand_def, var_operand_def, AttrSizedOperandSegments),
         (spec["outputs"], result_def, var_result_def, AttrSizedResultSegments),
     ):
-        for arg_name, kind in args:
+        for arg_name, kind, *_ in args:
             fields[_field(arg_name, used)] = variadic(_TENSOR) if kind else single(_TENSOR)
-        if sum(1 for _, kind in args if kind) > 1:
+        if sum(1 for _, kind, *_ in args if kind) > 1:
             options.append(option(as_property=True))
     if options:
         fields["irdl_options"] = tuple(options)

@@ -11,14 +11,15 @@ frozen SavedModel function). The format, one entry per op under "ops":
 
     "Conv2D": {
       "summary": "Computes a 2-D convolution ...",
-      "inputs":  [["input", ""], ["filter", ""]],   # [name, list kind]
+      "inputs":  [["input", ""], ["filter", ""]],   # [name, list kind(, length attr)]
       "outputs": [["output", ""]],
       "attrs":   [["T", "type", null], ["strides", "list(int)", null],
                   ["use_cudnn_on_gpu", "bool", true], ...]       # [name, TF type, default]
     }
 
 The list kind of an argument is "" (one tensor), "number" (`number_attr`: N tensors of one
-type) or "types" (`type_list_attr`: a list of tensors of listed types). Defaults are JSON
+type) or "types" (`type_list_attr`: a list of tensors of listed types); list arguments
+carry the attr that gives their length as a third entry (`["values", "number", "N"]`). Defaults are JSON
 values: ints, floats, bools, strings; a type is its `DT_*` name; a shape is a list of dims
 (-1 unknown) or null for an unknown rank; tensor and func defaults are null.
 """
@@ -88,12 +89,10 @@ def _summary(doc: str | None) -> str:
 
 def _arg(arg) -> list[str]:
     if arg.number_attr:
-        kind = "number"
-    elif arg.type_list_attr:
-        kind = "types"
-    else:
-        kind = ""
-    return [arg.name, kind]
+        return [arg.name, "number", arg.number_attr]
+    if arg.type_list_attr:
+        return [arg.name, "types", arg.type_list_attr]
+    return [arg.name, ""]
 
 
 def snapshot() -> dict:
