@@ -199,9 +199,9 @@ class _Importer:
             options = op.builtinOptions if op.builtinOptions is not None else op.builtinOptions2
             if options is not None:
                 for field in tflite.fields_of(operator):
-                    attributes[field["name"]] = tflite.option_attr(
-                        field, getattr(options, field["py"])
-                    )
+                    value = getattr(options, field["py"])
+                    if value is not None and field["kind"] != "table":  # None: absent vector
+                        attributes[field["name"]] = tflite.option_attr(field, value)
             new = op_class.create(
                 operands=operands,
                 result_types=[tensor_type(tensors[i]) for i in out_index],
