@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import jax
 import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -57,6 +58,9 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dense import numpy_dtype, to_numpy
+
+# ONNX and TF models compute shapes and indices in int64; semantics must see them unchanged.
+jax.config.update("jax_enable_x64", True)
 
 AnyTensor = TensorType | UnrankedTensorType
 

@@ -148,13 +148,14 @@ class MaxPoolOp(CoreOp):
             arg.shape[2:], kernel, strides, ones, pads_begin, pads_end, auto_pad,
             ceil=rounding_type == "ceil",
         )
+        # A numpy init value lets jax pick its max-monoid reduce_window primitive.
         if jnp.issubdtype(arg.dtype, jnp.floating):
-            init = -jnp.inf
+            init = np.array(-np.inf, arg.dtype)
         else:
-            init = jnp.iinfo(arg.dtype).min
+            init = np.array(jnp.iinfo(arg.dtype).min, arg.dtype)
         return lax.reduce_window(
             arg,
-            jnp.asarray(init, arg.dtype),
+            init,
             lax.max,
             (1, 1, *kernel),
             (1, 1, *strides),
@@ -189,7 +190,7 @@ class AvgPoolOp(CoreOp):
         window = (1, 1, *kernel)
         stride = (1, 1, *strides)
         padding = [(0, 0), (0, 0), *pads]
-        total = lax.reduce_window(arg, jnp.asarray(0, arg.dtype), lax.add, window, stride, padding)
+        total = lax.reduce_window(arg, np.array(0, arg.dtype), lax.add, window, stride, padding)
         # The divisor per window, computed once at trace time.
         if exclude_pad:
             counted = np.ones(spatial, np.float64)
@@ -310,7 +311,7 @@ class LRNOp(CoreOp):
             window[axis] = size
             pads[axis] = ((size - 1) // 2, size - 1 - (size - 1) // 2)
         squares = lax.reduce_window(
-            data * data, jnp.asarray(0, data.dtype), lax.add, window, (1,) * data.ndim, pads
+            data * data, np.array(0, data.dtype), lax.add, window, (1,) * data.ndim, pads
         )
         scale = alpha / math.pow(size, len(axes))
         return data / jnp.power(bias + scale * squares, beta)

@@ -1,0 +1,288 @@
+"""The `tpu` dialect: XLA-level ops, one per `jax.lax` primitive, with static shapes.
+
+`tpu.add`, `tpu.conv_general_dilated`, `tpu.reduce_window_max`, ... carry the primitive's
+parameters as attributes (tuples of ints as `array<i64: ...>`, dtypes as types, named tuples
+such as ConvDimensionNumbers as dictionaries with a `__class__` entry, enums as dictionaries
+with an `__enum__` entry, None as a unit attribute). The op set is generated from the
+primitives of the installed JAX, as the onnx dialect is generated from the ONNX schemas, so
+the JAX backend binds each op's primitive directly.
+
+Structural ops: `tpu.region` holds what runs on the accelerator (compiled as one XLA program),
+`tpu.yield` ends it, `tpu.constant` holds a dense constant.
+
+    %r = tpu.region(%x) ({
+    ^bb0(%a: tensor<2x3xf32>):
+      %c = tpu.constant {value = dense<1.0> : tensor<2x3xf32>} : tensor<2x3xf32>
+      %s = "tpu.add"(%a, %c) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      tpu.yield %s : tensor<2x3xf32>
+    }) {device = "tpu"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import cache
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    attr_def,
+    irdl_op_definition,
+    opt_attr_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
+
+# --- parameter encoding -------------------------------------------------------------------------
+
+
+def _named_tuples() -> dict[str, type]:
+    from jax import lax
+
+    return {
+        cls.__name__: cls
+        for cls in (lax.ConvDimensionNumbers, lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers)
+    }
+
+
+def _enums() -> dict[str, type]:
+    from jax import lax
+
+    return {cls.__name__: cls for cls in (lax.GatherScatterMode, lax.RoundingMethod, lax.Precision)}
+
+
+def encode_param(value: Any) -> Attribute:
+    """A primitive parameter as an attribute; `decode_param` inverts it exactly."""
+    if value is None:
+        return UnitAttr()
+    if isinstance(value, bool | np.bool_):
+        return BoolAttr.from_bool(bool(value))
+    if isinstance(value, enum.Enum):
+        return DictionaryAttr(
+            {"__enum__": StringAttr(type(value).__name__), "name": StringAttr(value.name)}
+        )
+    if isinstance(value, int | np.integer):
+        return IntegerAttr(int(value), i64)
+    if isinstance(value, float | np.floating):
+        return FloatAttr(float(value), f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return element_type(np.dtype(value))
+    if hasattr(value, "dtype") and hasattr(type(value), "__module__") and hasattr(value, "shape"):
+        return to_dense_attr(np.asarray(value))
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        entries = {"__class__": StringAttr(type(value).__name__)}
+        entries.update({field: encode_param(getattr(value, field)) for field in value._fields})
+        return DictionaryAttr(entries)
+    if isinstance(value, tuple | list):
+        if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value):
+            return DenseArrayBase.from_list(i64, [int(v) for v in value])
+        return ArrayAttr([encode_param(v) for v in value])
+    raise TypeError(f"cannot encode primitive parameter {value!r} of type {type(value).__name__}")
+
+
+def decode_param(attr: Attribute) -> Any:
+    if isinstance(attr, UnitAttr):
+        return None
+    if isinstance(attr, IntegerAttr):
+        value = attr.value.data
+        return bool(value) if attr.type == IntegerType(1) else value
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(v) for v in attr.get_values())
+    if isinstance(attr, ArrayAttr):
+        return tuple(decode_param(a) for a in attr.data)
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        return to_numpy(attr)
+    if isinstance(attr, DictionaryAttr):
+        entries = attr.data
+        if "__enum__" in entries:
+            return getattr(_enums()[entries["__enum__"].data], entries["name"].data)
+        cls = _named_tuples()[entries["__class__"].data]
+        return cls(**{k: decode_param(v) for k, v in entries.items() if k != "__class__"})
+    if isinstance(attr, TypeAttribute):
+        return numpy_dtype(attr)
+    raise TypeError(f"cannot decode primitive parameter {attr}")
+
+
+# --- structural ops -----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A dense constant in a TPU region; the JAX backend passes large ones as arguments of the
+    compiled program rather than baking them into it.
+
+        %c = tpu.constant {value = dense<1.0> : tensor<64xf32>} : tensor<64xf32>
+    """
+
+    name = "tpu.constant"
+    value = attr_def(DenseIntOrFPElementsAttr)
+    output = result_def(TensorType)
+    assembly_format = "attr-dict `:` type($output)"
+
+    @staticmethod
+    def from_numpy(array: np.ndarray) -> ConstantOp:
+        attr = to_dense_attr(np.asarray(array))
+        return ConstantOp.create(attributes={"value": attr}, result_types=[attr.type])
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Returns the values of a `tpu.region` (or of a control-flow body).
+
+        tpu.yield %a, %b : tensor<1x1000xf32>, tensor<1xi64>
+    """
+
+    name = "tpu.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+@irdl_op_definition
+class RegionOp(IRDLOperation):
+    """Code placed on the accelerator: the backend compiles the body into one XLA program.
+
+    The block arguments receive the operands; `tpu.yield` gives the results. `device` names
+    the placement (`tpu`; the JAX backend runs it on the device the caller picks). Example in
+    the module docstring.
+    """
+
+    name = "tpu.region"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+    device = opt_attr_def(StringAttr)
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.inputs):
+            raise VerifyException("region must have one block argument per operand")
+        for arg, operand in zip(block.args, self.inputs, strict=True):
+            if arg.type != operand.type:
+                raise VerifyException("block argument types must match the operand types")
+        terminator = block.last_op
+        if not isinstance(terminator, YieldOp):
+            raise VerifyException("region must end with tpu.yield")
+        if [v.type for v in terminator.values] != [r.type for r in self.outputs]:
+            raise VerifyException("tpu.yield operand types must match the region result types")
+
+
+# --- primitive ops ------------------------------------------------------------------------------
+
+# Primitives that never appear as tpu ops: calls are inlined, identities dropped, control flow
+# has structural ops of its own, and collectives/randomness/tokens have no place in inference.
+INLINED = frozenset({"jit", "pjit", "closed_call", "core_call", "call", "custom_jvp_call", "custom_vjp_call", "remat2", "checkpoint"})
+IDENTITIES = frozenset({"device_put", "sharding_constraint", "stop_gradient", "copy", "optimization_barrier"})
+EXCLUDED = INLINED | IDENTITIES | frozenset(
+    {
+        "cond", "while", "scan", "after_all", "create_token", "all_gather", "all_to_all",
+        "axis_index", "pmax", "pmin", "ppermute", "psum", "ragged_all_to_all", "random_bits",
+        "random_fold_in", "random_gamma", "random_seed", "random_split", "threefry2x32",
+        "rng_bit_generator", "rng_uniform", "name", "empty2", "get", "swap", "custom_lin",
+        "custom_linear_solve", "add_any",
+    }
+)
+
+
+class PrimitiveOp(IRDLOperation):
+    """Base of the generated primitive ops; `PRIMITIVE` names the jax.lax primitive."""
+
+    PRIMITIVE: ClassVar[str] = ""
+    MULTIPLE_RESULTS: ClassVar[bool] = False
+
+    def params(self) -> dict[str, Any]:
+        """The primitive's parameters, decoded from the op's attributes."""
+        return {name: decode_param(attr) for name, attr in self.attributes.items()}
+
+    def verify_(self) -> None:
+        for result in self.results:
+            if not isinstance(result.type, TensorType) or any(d < 0 for d in result.type.get_shape()):
+                raise VerifyException("tpu ops need static shapes")
+
+
+def _class_name(primitive: str) -> str:
+    return "".join(part.capitalize() for part in primitive.replace("-", "_").split("_")) + "Op"
+
+
+@cache
+def _primitives() -> dict[str, Any]:
+    import jax.extend.core.primitives as primitives
+    from jax.extend.core import Primitive
+
+    found = {v.name: v for v in vars(primitives).values() if isinstance(v, Primitive)}
+    return {name: prim for name, prim in sorted(found.items()) if name not in EXCLUDED}
+
+
+def primitive(name: str) -> Any:
+    """The jax primitive object named `name`."""
+    return _primitives()[name]
+
+
+def _make_primitive_op(name: str, prim: Any) -> type[PrimitiveOp]:
+    op_name = "tpu." + name.replace("-", "_")
+    namespace = {
+        "__doc__": f"""The jax.lax `{name}` primitive with static shapes.
+
+    Its parameters are the op's attributes (see the module docstring). Example:
+
+        %y = "{op_name}"(%x) {{...}} : (tensor<...>) -> tensor<...>
+    """,
+        "__module__": __name__,
+        "__annotations__": {"PRIMITIVE": "ClassVar", "MULTIPLE_RESULTS": "ClassVar"},
+        "name": op_name,
+        "PRIMITIVE": name,
+        "MULTIPLE_RESULTS": bool(prim.multiple_results),
+        "inputs": var_operand_def(),
+        "outputs": var_result_def(),
+    }
+    return irdl_op_definition(type(_class_name(name), (PrimitiveOp,), namespace))
+
+
+PRIMITIVE_OPS: dict[str, type[PrimitiveOp]] = {
+    name: _make_primitive_op(name, prim) for name, prim in _primitives().items()
+}
+globals().update({cls.__name__: cls for cls in PRIMITIVE_OPS.values()})
+
+TPU = Dialect("tpu", [ConstantOp, YieldOp, RegionOp, *PRIMITIVE_OPS.values()], [])
+
+__all__ = [
+    "PRIMITIVE_OPS",
+    "TPU",
+    "ConstantOp",
+    "PrimitiveOp",
+    "RegionOp",
+    "YieldOp",
+    "decode_param",
+    "encode_param",
+    "primitive",
+]

@@ -1,0 +1,94 @@
+"""Emit tpu ops for a jaxpr: the mechanism behind `core-to-tpu`.
+
+A core op's `semantics` is traced with `jax.make_jaxpr` at the op's static operand shapes; each
+equation becomes the tpu op of its primitive, with the primitive's parameters as attributes.
+Nested calls (`jit`, `custom_jvp_call`, ...) are inlined, identities dropped, literals and
+closed-over constants become `tpu.constant`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from mlconv.dense import element_type
+from mlconv.dialects import tpu
+
+
+def aval_type(aval: Any) -> TensorType:
+    return TensorType(element_type(np.dtype(aval.dtype)), list(aval.shape))
+
+
+class JaxprEmitter:
+    """Appends tpu ops for jaxpr equations through `insert(op)`."""
+
+    def __init__(self, insert: Callable[[Operation], None], location: Attribute | None = None):
+        self.insert = insert
+        self.location = location
+
+    def _add(self, op: Operation) -> Operation:
+        if self.location is not None:
+            op.location = self.location
+        self.insert(op)
+        return op
+
+    def constant(self, value: Any, dtype: Any = None) -> SSAValue:
+        array = np.asarray(value, dtype=dtype)
+        return self._add(tpu.ConstantOp.from_numpy(array)).results[0]
+
+    def emit(self, closed_jaxpr: Any, args: Sequence[SSAValue]) -> list[SSAValue]:
+        """Emit `closed_jaxpr` applied to `args`; return the SSA values of its outputs."""
+        jaxpr = closed_jaxpr.jaxpr
+        env: dict[Any, SSAValue] = {}
+        for var, const in zip(jaxpr.constvars, closed_jaxpr.consts, strict=True):
+            env[var] = self.constant(np.asarray(const), np.dtype(var.aval.dtype))
+        for var, arg in zip(jaxpr.invars, args, strict=True):
+            env[var] = arg
+        return self._emit_equations(jaxpr, env)
+
+    def _read(self, env: dict[Any, SSAValue], atom: Any) -> SSAValue:
+        if hasattr(atom, "val"):  # a Literal
+            return self.constant(atom.val, np.dtype(atom.aval.dtype))
+        return env[atom]
+
+    def _emit_equations(self, jaxpr: Any, env: dict[Any, SSAValue]) -> list[SSAValue]:
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            inputs = [self._read(env, atom) for atom in eqn.invars]
+            if name in tpu.IDENTITIES:
+                outputs = inputs[: len(eqn.outvars)]
+            elif name in tpu.INLINED:
+                outputs = self._inline(eqn, inputs)
+            else:
+                outputs = self._primitive(eqn, inputs)
+            for var, value in zip(eqn.outvars, outputs, strict=True):
+                env[var] = value
+        return [self._read(env, atom) for atom in jaxpr.outvars]
+
+    def _inline(self, eqn: Any, inputs: list[SSAValue]) -> list[SSAValue]:
+        params = eqn.params
+        inner = params.get("jaxpr") or params.get("call_jaxpr") or params.get("fun_jaxpr")
+        if inner is None:
+            raise NotImplementedError(f"cannot inline primitive '{eqn.primitive.name}'")
+        if not hasattr(inner, "consts"):  # an open Jaxpr
+            from jax.extend.core import ClosedJaxpr
+
+            inner = ClosedJaxpr(inner, ())
+        return self.emit(inner, inputs)
+
+    def _primitive(self, eqn: Any, inputs: list[SSAValue]) -> list[SSAValue]:
+        name = eqn.primitive.name
+        op_class = tpu.PRIMITIVE_OPS.get(name)
+        if op_class is None:
+            raise NotImplementedError(f"jax primitive '{name}' has no tpu op")
+        attributes = {key: tpu.encode_param(value) for key, value in eqn.params.items()}
+        op = op_class.create(
+            operands=inputs,
+            result_types=[aval_type(var.aval) for var in eqn.outvars],
+            attributes=attributes,
+        )
+        return list(self._add(op).results)
