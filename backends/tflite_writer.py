@@ -170,7 +170,11 @@ class _Writer:
         if not isinstance(returned, func.ReturnOp):
             raise BackendError("@main does not end with func.return")
         out_names = dict(
-            zip(returned.operands, _names(main.res_attrs, len(returned.operands), "output_"))
+            zip(
+                returned.operands,
+                _names(main.res_attrs, len(returned.operands), "output_"),
+                strict=True,
+            )
         )
         operators = []
         for op in block.ops:

@@ -1,4 +1,6 @@
-"""tflite-check-runtime{version=2.3.0}: every tflite op must run on the given TFLite runtime.
+"""tflite-check-runtime{version="2.3.0"}: every tflite op must run on the given TFLite runtime.
+
+(The version is quoted: xDSL's pipeline lexer does not read `2.3.0` bare.)
 
 Input: tflite dialect with op versions set. Output: unchanged IR, or one `PassFailure` listing
 every op whose (operator, version) needs a newer runtime than `version` (`RUNTIME_VERSIONS`,

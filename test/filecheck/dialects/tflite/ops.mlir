@@ -1,0 +1,21 @@
+// RUN: mlconv-opt %s | mlconv-opt | filecheck %s
+
+// CHECK-LABEL: func.func @conv_int8
+// CHECK:         %[[W:.*]] = "tflite.CONST"() {value = dense<1> : tensor<4x3x3x3xi8>} : () -> tensor<4x3x3x3x!quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0}>>
+// CHECK:         %[[B:.*]] = "tflite.NO_VALUE"() : () -> none
+// CHECK:         "tflite.CONV_2D"(%{{.*}}, %[[W]], %[[B]]) {padding = "SAME", stride_w = 1 : i32, stride_h = 1 : i32, fused_activation_function = "RELU6", version = 3 : i32} : (tensor<1x8x8x3x!quant.uniform<i8:f32, 0.5:-1>>, tensor<4x3x3x3x!quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0}>>, none) -> tensor<1x8x8x4x!quant.uniform<i8:f32, 0.0235:-128>>
+func.func @conv_int8(%x: tensor<1x8x8x3x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x8x8x4x!quant.uniform<i8:f32, 0.0235:-128>> {
+  %w = "tflite.CONST"() {value = dense<1> : tensor<4x3x3x3xi8>} : () -> tensor<4x3x3x3x!quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0}>>
+  %b = "tflite.NO_VALUE"() : () -> none
+  %y = "tflite.CONV_2D"(%x, %w, %b) {padding = "SAME", stride_w = 1 : i32, stride_h = 1 : i32, fused_activation_function = "RELU6", version = 3 : i32} : (tensor<1x8x8x3x!quant.uniform<i8:f32, 0.5:-1>>, tensor<4x3x3x3x!quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0}>>, none) -> tensor<1x8x8x4x!quant.uniform<i8:f32, 0.0235:-128>>
+  func.return %y : tensor<1x8x8x4x!quant.uniform<i8:f32, 0.0235:-128>>
+}
+
+// CHECK-LABEL: func.func @reshape_softmax
+// CHECK:         %[[R:.*]] = "tflite.RESHAPE"(%{{.*}}) {new_shape = array<i32: 1, -1>, version = 1 : i32} : (tensor<1x2x3xf32>) -> tensor<1x6xf32>
+// CHECK:         "tflite.SOFTMAX"(%[[R]]) {beta = 1.000000e+00 : f32, version = 1 : i32} : (tensor<1x6xf32>) -> tensor<1x6xf32>
+func.func @reshape_softmax(%x: tensor<1x2x3xf32>) -> tensor<1x6xf32> {
+  %r = "tflite.RESHAPE"(%x) {new_shape = array<i32: 1, -1>, version = 1 : i32} : (tensor<1x2x3xf32>) -> tensor<1x6xf32>
+  %s = "tflite.SOFTMAX"(%r) {beta = 1.0 : f32, version = 1 : i32} : (tensor<1x6xf32>) -> tensor<1x6xf32>
+  func.return %s : tensor<1x6xf32>
+}
