@@ -50,12 +50,20 @@ def format_parse_error(error: Exception, path: str) -> str:
     return f"{head}\n{line}\n{' ' * column}{'^' * width}"
 
 
+def render(error: MlconvError, path: str) -> str:
+    """`error.render(path)`, without the path twice when the message already starts with it."""
+    prefix = f"{path}: "
+    if path and error.message.startswith(prefix):
+        error = type(error)(error.message[len(prefix) :], error.location)
+    return error.render(path)
+
+
 def format_error(error: BaseException, path: str) -> str:
     """The one-line (parse errors: up to three lines) report of any error a tool meets."""
     from xdsl.utils.exceptions import ParseError
 
     if isinstance(error, MlconvError):
-        return error.render(path)
+        return render(error, path)
     if isinstance(error, ParseError):
         return format_parse_error(error, path)
     if isinstance(error, OSError):

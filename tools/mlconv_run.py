@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from mlconv.errors import MlconvError, OptionError
-from mlconv.tools.cli import ToolArgumentParser, ToolFailure, run_tool, temporary_path_for
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, render, run_tool, temporary_path_for
 
 PROG = "mlconv-run"
 
@@ -186,7 +186,7 @@ def _run(argv: list[str] | None) -> int:
     try:
         compiled = mlconv.compile(args.model, device=args.device, **options)
     except MlconvError as error:
-        raise ToolFailure([error.render(args.model)]) from None
+        raise ToolFailure([render(error, args.model)]) from None
     except NotImplementedError:
         raise ToolFailure([f"{PROG}: error: mlconv.compile is not implemented yet"]) from None
     except Exception as error:
@@ -204,7 +204,7 @@ def _run(argv: list[str] | None) -> int:
     try:
         results = compiled(*inputs)
     except MlconvError as error:
-        raise ToolFailure([error.render(args.model)]) from None
+        raise ToolFailure([render(error, args.model)]) from None
     write_outputs(args.outputs, [np.asarray(r) for r in results], output_names)
     return 0
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlconv.errors import MlconvError, OptionError
-from mlconv.tools.cli import ToolArgumentParser, ToolFailure, atomic_output, run_tool
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, atomic_output, render, run_tool
 
 PROG = "mlconv-translate"
 
@@ -234,7 +234,7 @@ def _run(argv: list[str] | None) -> int:
     except MlconvError as error:
         if isinstance(error, OptionError) and not error.location:
             raise ToolFailure([error.render(PROG)]) from None
-        raise ToolFailure([error.render(path)]) from None
+        raise ToolFailure([render(error, path)]) from None
     except OSError as error:
         raise ToolFailure([f"{error.filename or path}: error: {error.strerror or error}"]) from None
 
