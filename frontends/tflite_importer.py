@@ -121,6 +121,26 @@ class _Importer:
             return None
         return np.asarray(buffer.data, dtype=np.uint8).tobytes()
 
+    @staticmethod
+    def check(codes, tensors, op) -> str | None:
+        """Why `op` cannot be imported (custom, unknown operator or version), else None."""
+        code = codes[op.opcodeIndex]
+        builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+        operator = tflite.OPERATOR_NAMES.get(builtin, str(builtin))
+        outputs = op.outputs if op.outputs is not None else []
+        where = f'loc("{_name(tensors[outputs[0]])}")' if len(outputs) else "loc(unknown)"
+        if operator == "CUSTOM":
+            custom = (code.customCode or b"").decode(errors="replace")
+            return f"custom operator '{custom}' is not supported at {where}"
+        if tflite.op_class(operator) is None:
+            return f"unknown builtin operator code {builtin} at {where}"
+        if not known_version(operator, code.version):
+            return (
+                f"Didn't find op for builtin opcode '{operator}' version '{code.version}' "
+                f"at {where}"
+            )
+        return None
+
     def run(self) -> ModuleOp:
         model = self.model()
         if not model.subgraphs:
@@ -173,25 +193,16 @@ class _Importer:
             return values[index]
 
         codes = model.operatorCodes or []
-        problems: list[str] = []
+        problems = [p for op in graph.operators or [] if (p := self.check(codes, tensors, op))]
+        if problems:  # every unknown (operator, version) at once
+            raise FrontendError("; ".join(problems))
         for op in graph.operators or []:
             code = codes[op.opcodeIndex]
             builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
             operator = tflite.OPERATOR_NAMES.get(builtin, str(builtin))
             out_index = [int(i) for i in (op.outputs if op.outputs is not None else [])]
             where = _name(tensors[out_index[0]]) if out_index else "?"
-            if operator == "CUSTOM":
-                custom = (code.customCode or b"").decode(errors="replace")
-                raise FrontendError(f"custom operator '{custom}' is not supported", where)
             op_class = tflite.op_class(operator)
-            if op_class is None:
-                raise FrontendError(f"unknown builtin operator code {builtin}", where)
-            if not known_version(operator, code.version):
-                problems.append(
-                    f"Didn't find op for builtin opcode '{operator}' version "
-                    f"'{code.version}' at loc(\"{where}\")"
-                )
-                continue
             operands = [value_of(int(i)) for i in (op.inputs if op.inputs is not None else [])]
             attributes: dict[str, Attribute] = {
                 "version": tflite.IntegerAttr(code.version, tflite.i32)
@@ -212,8 +223,6 @@ class _Importer:
                 result.name_hint = _hint(_name(tensors[i]))
                 values[i] = result
             builder.insert(new)
-        if problems:
-            raise FrontendError("; ".join(problems))
         results = [value_of(i) for i in outputs]
         builder.insert(func.ReturnOp(*results))
         main = func.FuncOp(
