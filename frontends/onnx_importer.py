@@ -1,0 +1,432 @@
+"""ONNX model -> `onnx` dialect.
+
+`import_onnx(path | ModelProto)` loads the model with the `onnx` package (external data from
+the model's folder), runs ONNX shape inference (non-strict; without it if it fails) and
+builds `func.func @main`:
+
+- arguments: the graph inputs that are not initializers, `{mlconv.name = "<input>"}`;
+- initializers: `onnx.Constant` ops whose `value` is a dense attribute over the numpy bytes;
+- one op per node, at `loc("<node name>")` (or `<op_type>_<index>`), result types from shape
+  inference (`tensor<?x...>` where only the rank is known, `tensor<*xf32>` where nothing is);
+- If/Loop/Scan subgraphs become the op's regions, ending in `onnx.Yield`;
+- `func.return` of the graph outputs, `{mlconv.name = "<output>"}`.
+
+The module carries `onnx.opset_import = {"" = 17 : i64, ...}`. Anything the dialect cannot
+express (non-default domains, unknown op types, string/float8 tensors, sequence/map/optional
+values) is a `FrontendError`, one line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import ChainMap
+from typing import IO, Any
+
+import numpy as np
+import onnx
+import onnx.external_data_helper
+import onnx.numpy_helper
+import onnx.shape_inference
+from google.protobuf.message import DecodeError
+from mlconv.dense import element_type, to_dense_attr
+from mlconv.dialects import onnx as onnx_dialect
+from mlconv.errors import FrontendError, MlconvError
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    UnrankedTensorType,
+    i1,
+    i64,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.printer import Printer
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+_UNKNOWN = UnrankedTensorType(Float32Type())
+_INVALID_NAME_CHAR = re.compile(r"[^\w$.-]")
+
+
+def import_onnx(model: str | os.PathLike | onnx.ModelProto) -> ModuleOp:
+    """The `onnx`-dialect module of an ONNX model file or ModelProto."""
+    if isinstance(model, onnx.ModelProto):
+        path, proto = None, model
+    else:
+        path = os.fspath(model)
+        proto = _load(path)
+    try:
+        proto = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference is an aid: import without it
+        pass
+    try:
+        return _Importer(proto).import_model()
+    except FrontendError as err:
+        if path is not None and not err.message.startswith(path):
+            err.message = f"{path}: {err.message}"
+            err.args = (err.message,)
+        raise
+
+
+def print_module(module: ModuleOp, stream: IO[str]) -> None:
+    """Print `module` with its locations, so node names survive a textual round trip."""
+    Printer(stream=stream, print_debuginfo=True).print_op(module)
+    stream.write("\n")
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text[:300]
+
+
+def _load(path: str) -> onnx.ModelProto:
+    if not os.path.exists(path):
+        raise FrontendError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise FrontendError(f"{path}: is a folder, not an ONNX model file")
+    try:
+        proto = onnx.load(path, load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as err:
+        raise FrontendError(f"{path}: not a valid ONNX model: {_one_line(err)}") from None
+    except OSError as err:
+        raise FrontendError(f"{path}: cannot read: {_one_line(err)}") from None
+    if proto.ir_version <= 0 or not proto.HasField("graph"):
+        raise FrontendError(f"{path}: not a valid ONNX model: no IR version or no graph")
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+        onnx.external_data_helper.load_external_data_for_model(proto, folder)
+    except Exception as err:  # noqa: BLE001 - any failure here is a bad model folder
+        raise FrontendError(f"{path}: cannot load external data: {_one_line(err)}") from None
+    return proto
+
+
+def _value_name(name: str) -> str | None:
+    """An SSA name hint for an ONNX value name (None where nothing usable is left)."""
+    hint = _INVALID_NAME_CHAR.sub("_", name)
+    if not hint:
+        return None
+    return hint if not hint[0].isdigit() else "v" + hint
+
+
+def _element_type(data_type: int, what: str) -> Attribute:
+    if data_type == onnx.TensorProto.STRING:
+        raise FrontendError(f"{what}: string tensors are not supported")
+    try:
+        return element_type(onnx.helper.tensor_dtype_to_np_dtype(data_type))
+    except (KeyError, ValueError, TypeError, MlconvError):
+        name = onnx.TensorProto.DataType.Name(data_type) if data_type else "UNDEFINED"
+        raise FrontendError(f"{what}: element type {name} is not supported") from None
+
+
+def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    _element_type(tensor.data_type, what)  # reject strings and float8 first
+    try:
+        return onnx.numpy_helper.to_array(tensor)
+    except Exception as err:  # noqa: BLE001 - truncated or inconsistent tensor data
+        raise FrontendError(f"{what}: bad tensor data: {_one_line(err)}") from None
+
+
+def _sparse_array(sparse: onnx.SparseTensorProto, what: str) -> np.ndarray:
+    values = _tensor_array(sparse.values, what)
+    indices = _tensor_array(sparse.indices, what).astype(np.int64)
+    dense = np.zeros(tuple(sparse.dims), dtype=values.dtype)
+    flat = dense.reshape(-1)
+    if indices.ndim == 2:  # [nnz, rank] coordinates
+        indices = np.ravel_multi_index(tuple(indices.T), dense.shape)
+    flat[indices.reshape(-1)] = values.reshape(-1)
+    return dense
+
+
+def _f32(value: float) -> float:
+    """A float32 attribute value with its short decimal spelling (1e-05, not 9.99e-06)."""
+    return float(str(np.float32(value)))
+
+
+class _Importer:
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.opsets: dict[str, int] = {}
+        for entry in model.opset_import:
+            domain = "" if entry.domain in _DEFAULT_DOMAINS else entry.domain
+            self.opsets[domain] = entry.version
+        self.opset = self.opsets.get("", 1)
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _check_ops(self, graph: onnx.GraphProto, problems: list[tuple[str, str]]) -> None:
+        for index, node in enumerate(graph.node):
+            where = node.name or f"{node.op_type}_{index}"
+            if node.domain not in _DEFAULT_DOMAINS:
+                problems.append((f"{node.domain}.{node.op_type} (node '{where}')", where))
+            elif node.op_type not in onnx_dialect.OPS:
+                problems.append((f"{node.op_type} (node '{where}')", where))
+            elif onnx_dialect.since_version(node.op_type, self.opset) is None:
+                problems.append((f"{node.op_type} at opset {self.opset} (node '{where}')", where))
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    self._check_ops(attr.g, problems)
+                for sub in attr.graphs:
+                    self._check_ops(sub, problems)
+
+    # -- types ------------------------------------------------------------------------------
+
+    def _type(self, tp: onnx.TypeProto, name: str) -> Attribute:
+        kind = tp.WhichOneof("value")
+        if kind is None:
+            return _UNKNOWN
+        if kind != "tensor_type":
+            label = {
+                "sequence_type": "sequence",
+                "map_type": "map",
+                "optional_type": "optional",
+                "sparse_tensor_type": "sparse tensor",
+            }.get(kind, kind)
+            raise FrontendError(f"value '{name}' has {label} type, which is not supported")
+        tensor = tp.tensor_type
+        elem = (
+            _element_type(tensor.elem_type, f"value '{name}'")
+            if tensor.elem_type
+            else Float32Type()
+        )
+        if not tensor.HasField("shape"):
+            return UnrankedTensorType(elem)
+        dims = [
+            d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else DYNAMIC_INDEX
+            for d in tensor.shape.dim
+        ]
+        return TensorType(elem, dims)
+
+    @staticmethod
+    def _record_types(graph: onnx.GraphProto, types: ChainMap) -> None:
+        for info in (*graph.input, *graph.value_info, *graph.output):
+            if info.type.WhichOneof("value") is not None:
+                types[info.name] = info.type
+
+    def _lookup_type(self, name: str, types: ChainMap) -> Attribute:
+        tp = types.get(name)
+        return _UNKNOWN if tp is None else self._type(tp, name)
+
+    # -- the model --------------------------------------------------------------------------
+
+    def import_model(self) -> ModuleOp:
+        problems: list[tuple[str, str]] = []
+        graph = self.model.graph
+        self._check_ops(graph, problems)
+        if problems:
+            listed = ", ".join(p for p, _ in problems)
+            raise FrontendError(f"unsupported ONNX ops: {listed}", problems[0][1])
+
+        types: ChainMap = ChainMap()
+        self._record_types(graph, types)
+        initialized = {t.name for t in graph.initializer}
+        initialized |= {s.values.name for s in graph.sparse_initializer}
+        inputs = [i for i in graph.input if i.name not in initialized]
+        arg_types = [self._type(i.type, i.name) for i in inputs]
+        block = Block(arg_types=arg_types)
+        scope: ChainMap = ChainMap()
+        for arg, info in zip(block.args, inputs):
+            arg.name_hint = _value_name(info.name)
+            scope[info.name] = arg
+        self._import_body(graph, block, scope, types)
+        results = [self._use(o.name, scope, "graph output") for o in graph.output]
+        block.add_op(ReturnOp(*results))
+
+        def names(values) -> ArrayAttr:
+            return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(v.name)}) for v in values])
+
+        func = FuncOp(
+            "main",
+            (arg_types, [r.type for r in results]),
+            Region(block),
+            arg_attrs=names(inputs),
+            res_attrs=names(graph.output),
+        )
+        module = ModuleOp([func])
+        module.attributes["onnx.opset_import"] = DictionaryAttr(
+            {domain: IntegerAttr(version, i64) for domain, version in self.opsets.items()}
+        )
+        return module
+
+    def _use(self, name: str, scope: ChainMap, user: str) -> SSAValue:
+        value = scope.get(name)
+        if value is None:
+            raise FrontendError(f"{user} uses value '{name}', which is not defined before it")
+        return value
+
+    def _import_body(
+        self, graph: onnx.GraphProto, block: Block, scope: ChainMap, types: ChainMap
+    ) -> None:
+        for init in graph.initializer:
+            array = _tensor_array(init, f"initializer '{init.name}'")
+            self._constant(block, scope, init.name, array)
+        for sparse in graph.sparse_initializer:
+            name = sparse.values.name
+            self._constant(block, scope, name, _sparse_array(sparse, f"initializer '{name}'"))
+        for index, node in enumerate(graph.node):
+            self._import_node(node, index, block, scope, types)
+
+    def _constant(self, block: Block, scope: ChainMap, name: str, array: np.ndarray) -> None:
+        value = to_dense_attr(array)
+        op = onnx_dialect.ConstantOp.create(result_types=[value.type], attributes={"value": value})
+        op.location = NameLoc(StringAttr(name), NoneAttr())
+        op.results[0].name_hint = _value_name(name)
+        block.add_op(op)
+        scope[name] = op.results[0]
+
+    def _import_node(
+        self, node: onnx.NodeProto, index: int, block: Block, scope: ChainMap, types: ChainMap
+    ) -> None:
+        where = node.name or f"{node.op_type}_{index}"
+        cls = onnx_dialect.OPS[node.op_type]
+        since = onnx_dialect.since_version(node.op_type, self.opset)
+        assert since is not None  # checked by _check_ops
+        try:
+            operands = self._slots(
+                cls.INPUT_SLOTS[since], cls.INPUT_KINDS, list(node.input), "inputs", where
+            )
+            operands = [[self._use(n, scope, f"node '{where}'") for n in g] for g in operands]
+            outputs = self._slots(
+                cls.OUTPUT_SLOTS[since], cls.OUTPUT_KINDS, list(node.output), "outputs", where
+            )
+            result_types = [[self._lookup_type(n, types) for n in g] for g in outputs]
+            attributes: dict[str, Attribute] = {}
+            regions: list[Region] = []
+            graphs = {}
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    graphs[attr.name] = attr.g
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    raise FrontendError(f"attribute '{attr.name}' (GRAPHS) is not supported")
+                elif not attr.ref_attr_name:
+                    converted = self._attribute(attr, cls)
+                    if converted is not None:
+                        attributes[attr.name] = converted
+            for graph_attr in cls.GRAPH_ATTRIBUTES:
+                if graph_attr in graphs:
+                    regions.append(
+                        self._region(graphs[graph_attr], node, operands, cls, scope, types)
+                    )
+            if cls is onnx_dialect.ConstantOp and "sparse_value" in attributes:
+                attributes["value"] = attributes.pop("sparse_value")
+        except FrontendError as err:
+            if err.location is None:
+                err.location = where
+                if f"'{where}'" not in err.message:
+                    err.message = f"node '{where}' ({node.op_type}): {err.message}"
+                    err.args = (err.message,)
+            raise
+        op = cls.from_slots(operands, result_types, attributes, regions)
+        op.location = NameLoc(StringAttr(where), NoneAttr())
+        block.add_op(op)
+        for name, result in zip((n for g in outputs for n in g), op.results):
+            result.name_hint = _value_name(name)
+            scope[name] = result
+
+    @staticmethod
+    def _slots(
+        slot_of: tuple[int, ...], kinds: tuple[str, ...], names: list[str], what: str, where: str
+    ) -> list[list[str]]:
+        """The node's input/output names grouped by the op's slots (empty names dropped)."""
+        groups: list[list[str]] = [[] for _ in kinds]
+        variadic_tail = bool(slot_of) and kinds[slot_of[-1]] == "variadic"
+        for pos, name in enumerate(names):
+            if pos < len(slot_of):
+                slot = slot_of[pos]
+            elif variadic_tail:  # a version's variadic parameter is its last one
+                slot = slot_of[-1]
+            else:
+                raise FrontendError(
+                    f"node '{where}' has {len(names)} {what}, more than its schema allows"
+                )
+            if name:
+                groups[slot].append(name)
+        return groups
+
+    def _attribute(self, attr: onnx.AttributeProto, cls: type[onnx_dialect.OnnxOp]):
+        schema_types = cls.ATTRIBUTE_TYPES.get(attr.name, ())
+        what = f"attribute '{attr.name}'"
+        t = attr.type
+        A = onnx.AttributeProto
+        if t == A.INT:
+            if "FLOAT" in schema_types and "INT" not in schema_types:
+                return FloatAttr(_f32(attr.i), Float32Type())
+            return IntegerAttr(attr.i, i64)
+        if t == A.FLOAT:
+            if "INT" in schema_types and "FLOAT" not in schema_types and attr.f.is_integer():
+                return IntegerAttr(int(attr.f), i64)
+            return FloatAttr(_f32(attr.f), Float32Type())
+        if t == A.STRING:
+            return StringAttr(attr.s.decode("utf-8", errors="replace"))
+        if t == A.INTS:
+            if "FLOATS" in schema_types and "INTS" not in schema_types:
+                return ArrayAttr([FloatAttr(_f32(v), Float32Type()) for v in attr.ints])
+            return ArrayAttr([IntegerAttr(v, i64) for v in attr.ints])
+        if t == A.FLOATS:
+            return ArrayAttr([FloatAttr(_f32(v), Float32Type()) for v in attr.floats])
+        if t == A.STRINGS:
+            return ArrayAttr(
+                [StringAttr(s.decode("utf-8", errors="replace")) for s in attr.strings]
+            )
+        if t == A.TENSOR:
+            return to_dense_attr(_tensor_array(attr.t, what))
+        if t == A.SPARSE_TENSOR:
+            return to_dense_attr(_sparse_array(attr.sparse_tensor, what))
+        if t == A.TYPE_PROTO:
+            return self._type(attr.tp, what)
+        if t == A.UNDEFINED:
+            return None
+        raise FrontendError(f"{what} of type {A.AttributeType.Name(t)} is not supported")
+
+    def _region(
+        self,
+        graph: onnx.GraphProto,
+        node: onnx.NodeProto,
+        operands: list[list[SSAValue]],
+        cls: type[onnx_dialect.OnnxOp],
+        scope: ChainMap,
+        types: ChainMap,
+    ) -> Region:
+        sub_types = types.new_child()
+        self._record_types(graph, sub_types)
+        fallback = self._body_input_types(node, operands, cls, len(graph.input))
+        arg_types = []
+        for i, info in enumerate(graph.input):
+            t = self._type(info.type, info.name)
+            if t == _UNKNOWN and fallback[i] is not None:
+                t = fallback[i]
+            arg_types.append(t)
+        block = Block(arg_types=arg_types)
+        sub_scope = scope.new_child()
+        for arg, info in zip(block.args, graph.input):
+            arg.name_hint = _value_name(info.name)
+            sub_scope[info.name] = arg
+        self._import_body(graph, block, sub_scope, sub_types)
+        results = [self._use(o.name, sub_scope, "subgraph output") for o in graph.output]
+        block.add_op(onnx_dialect.YieldOp.create(operands=results))
+        return Region(block)
+
+    @staticmethod
+    def _body_input_types(
+        node: onnx.NodeProto,
+        operands: list[list[SSAValue]],
+        cls: type[onnx_dialect.OnnxOp],
+        count: int,
+    ) -> list[Attribute | None]:
+        """Types for untyped subgraph inputs where the op defines them (Loop's body)."""
+        types: list[Any] = [None] * count
+        if cls is onnx_dialect.LoopOp and count >= 2:
+            types[0] = TensorType(i64, [])
+            types[1] = TensorType(i1, [])
+            carried = operands[cls.INPUTS.index("v_initial")]
+            for i, value in enumerate(carried[: count - 2]):
+                types[2 + i] = value.type
+        return types
