@@ -227,7 +227,6 @@ class _Translator:
         return to_dense_attr(array)
 
     def attribute(self, tf_type: str, value, node: str, op_type: str) -> Attribute:
-        tfd = self.tfd
         if tf_type.startswith("list("):
             item = tf_type[5:-1]
             lst = value.list
