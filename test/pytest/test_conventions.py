@@ -1,0 +1,192 @@
+"""The house conventions of ../shared/STYLE.md, checked over the whole code base.
+
+A registry entry whose module does not import (not written yet, or broken) fails here: the
+registries must only name what exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from mlconv.dialects import DIALECTS
+from mlconv.passes import PASSES, PIPELINES
+
+ROOT = Path(__file__).resolve().parents[2]
+FILECHECK = ROOT / "test" / "filecheck"
+ALL_PASSES = {**PASSES, **PIPELINES}
+
+
+def _load_pass(name: str):
+    try:
+        return ALL_PASSES[name]()
+    except Exception as error:  # noqa: BLE001 - reported as the failure
+        pytest.fail(f"pass '{name}' is registered but cannot be loaded: {error!r}")
+
+
+def _load_dialect(name: str):
+    try:
+        return DIALECTS[name]()
+    except Exception as error:  # noqa: BLE001 - reported as the failure
+        pytest.fail(f"dialect '{name}' is registered but cannot be loaded: {error!r}")
+
+
+# --------------------------------------------------------------------------- registries
+
+
+@pytest.mark.parametrize("name", sorted(ALL_PASSES))
+def test_pass_registry_key_is_pass_name(name: str) -> None:
+    assert _load_pass(name).name == name
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_dialect_registry_key_is_dialect_name(name: str) -> None:
+    assert _load_dialect(name).name == name
+
+
+# --------------------------------------------------------------------------- op classes
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_op_classes_end_in_op_and_have_docstrings(name: str) -> None:
+    dialect = _load_dialect(name)
+    operations = list(dialect.operations)
+    badly_named = [op.__name__ for op in operations if not op.__name__.endswith("Op")]
+    undocumented = [
+        op.__name__ for op in operations if not (op.__dict__.get("__doc__") or "").strip()
+    ]
+    assert not badly_named, f"op classes of '{name}' not ending in Op: {badly_named[:20]}"
+    assert not undocumented, f"op classes of '{name}' without a docstring: {undocumented[:20]}"
+
+
+# --------------------------------------------------------------------------- lit tests
+
+
+def _is_ours(pass_class: type) -> bool:
+    return pass_class.__module__.startswith("mlconv.passes")
+
+
+@pytest.mark.parametrize("name", sorted(ALL_PASSES))
+def test_every_pass_has_a_lit_test(name: str) -> None:
+    pass_class = _load_pass(name)
+    if not _is_ours(pass_class):
+        return  # upstream xDSL passes are tested upstream
+    file = FILECHECK / "passes" / f"{name}.mlir"
+    folder = FILECHECK / "passes" / name
+    has_folder = folder.is_dir() and any(folder.rglob("*.mlir"))
+    assert file.is_file() or has_folder, f"pass '{name}' has no lit test {file} or {folder}/"
+
+
+_SUFFIXES = r"(?:-(?:NEXT|LABEL|SAME|NOT|DAG|EMPTY|COUNT-\d+))?"
+_PREFIX_OPTION = re.compile(r"--check-prefix(?:es)?[= ]([A-Za-z0-9_,-]+)")
+
+
+def _check_prefixes(text: str) -> set[str]:
+    """CHECK plus every prefix a RUN line of the file names with --check-prefix(es)."""
+    prefixes = {"CHECK"}
+    for match in _PREFIX_OPTION.finditer(text):
+        prefixes.update(p for p in match[1].split(",") if p)
+    return prefixes
+
+
+def missing_colons(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of each FileCheck directive written without its colon."""
+    prefixes = "|".join(re.escape(p) for p in sorted(_check_prefixes(text), key=len, reverse=True))
+    directive = re.compile(rf"^\s*//\s*(?:{prefixes}){_SUFFIXES}(?![\w-])(?!:)")
+    return [
+        (number, line.strip())
+        for number, line in enumerate(text.splitlines(), start=1)
+        if directive.match(line)
+    ]
+
+
+def test_missing_colon_detector() -> None:
+    text = "// RUN: x | filecheck %s --check-prefix=FOO\n"
+    bad = "// CHECK foo\n// CHECK-NEXT bar\n// CHECK-LABEL @f\n// FOO-SAME x\n// CHECK-DAG y\n"
+    good = "// CHECK: a\n// CHECK-NOT: b\n// FOO-LABEL: c\n// CHECKS that\n// Checks x\n"
+    assert [n for n, _ in missing_colons(text + bad + good)] == [2, 3, 4, 5, 6]
+
+
+def _lit_files() -> list[Path]:
+    return sorted(p for p in FILECHECK.rglob("*.mlir") if "Output" not in p.parts)
+
+
+@pytest.mark.parametrize("path", _lit_files(), ids=lambda p: str(p.relative_to(FILECHECK)))
+def test_no_check_directive_without_colon(path: Path) -> None:
+    bad = missing_colons(path.read_text(encoding="utf-8"))
+    assert not bad, "directives without their colon (silently ignored by FileCheck):\n" + "\n".join(
+        f"  {path.name}:{n}: {line}" for n, line in bad
+    )
+
+
+# --------------------------------------------------------------------------- verifier messages
+
+
+def _fixed_prefix(node: ast.expr) -> str | None:
+    """The literal text a message starts with: a str constant, or an f-string's leading text."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        text = ""
+        for part in node.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text += part.value
+            else:
+                break
+        return text
+    return None
+
+
+def verify_messages(source: str) -> list[str]:
+    """The fixed prefix of each `raise VerifyException("...")` message in a module's source."""
+    messages: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+            continue
+        function = node.exc.func
+        called = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
+        if called != "VerifyException" or not node.exc.args:
+            continue
+        prefix = _fixed_prefix(node.exc.args[0])
+        if prefix is not None:
+            messages.append(prefix)
+    return messages
+
+
+def _dialect_sources(name: str) -> list[Path]:
+    folder = ROOT / "dialects"
+    return sorted([*folder.glob(f"{name}.py"), *folder.glob(f"{name}_*.py")])
+
+
+def _invalid_tests(name: str) -> list[Path]:
+    folder = FILECHECK / "dialects"
+    candidates = [folder / name / "invalid.mlir", folder / f"{name}-invalid.mlir"]
+    candidates += sorted((folder / name).glob("invalid*.mlir")) if (folder / name).is_dir() else []
+    return [p for p in dict.fromkeys(candidates) if p.is_file()]
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_every_verifier_message_has_an_invalid_case(name: str) -> None:
+    messages = {
+        _normalize(m)
+        for source in _dialect_sources(name)
+        for m in verify_messages(source.read_text(encoding="utf-8"))
+    }
+    # A prefix shorter than this says too little to look for ("expected ", "").
+    messages = {m for m in messages if len(m.strip()) >= 8}
+    if not messages:
+        return
+    tests = _invalid_tests(name)
+    assert tests, f"dialect '{name}' raises VerifyException but has no dialects/{name}/invalid.mlir"
+    text = _normalize(" ".join(t.read_text(encoding="utf-8") for t in tests))
+    missing = sorted(m for m in messages if m.strip() not in text)
+    assert not missing, (
+        f"verifier messages of '{name}' without a case in invalid.mlir:\n"
+        + "\n".join(f"  {m!r}" for m in missing)
+    )
