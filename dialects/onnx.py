@@ -27,7 +27,7 @@ import functools
 import keyword
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -53,6 +53,7 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     AttrSizedResultSegments,
     BaseAttr,
+    ConstraintContext,
     IRDLOperation,
     irdl_op_definition,
     irdl_to_attr_constraint,
@@ -170,10 +171,26 @@ class OnnxOp(IRDLOperation):
         return attribute_value(attr)
 
     def verify_(self) -> None:
-        for region_name, region in zip(self.GRAPH_ATTRIBUTES, self.regions):
-            block = region.block
-            if block.last_op is None or not isinstance(block.last_op, YieldOp):
+        for region_name, region in zip(self.GRAPH_ATTRIBUTES, self.regions, strict=True):
+            block = region.blocks.first
+            if block is None or not isinstance(block.last_op, YieldOp):
                 raise VerifyException(f"region '{region_name}' must end with onnx.Yield")
+
+    def _verify_attribute_types(self) -> None:
+        """Name the attribute and its ONNX type when one has the wrong type (IRDL's own
+        message does not say which attribute it is)."""
+        definitions = self.get_irdl_definition().attributes
+        for name, attr in self.attributes.items():
+            definition = definitions.get(name)
+            if definition is None or name not in self.ATTRIBUTE_TYPES:
+                continue
+            try:
+                definition.constr.verify(attr, ConstraintContext())
+            except VerifyException:
+                expected = " or ".join(_ATTR_TYPE_TEXT[t] for t in self.ATTRIBUTE_TYPES[name])
+                raise VerifyException(
+                    f"attribute '{name}' must be {expected}, got {attr}"
+                ) from None
 
 
 def attribute_value(attr: Attribute) -> Any:
@@ -210,6 +227,21 @@ def _python_default(proto: onnx.AttributeProto) -> Any:
         return onnx.numpy_helper.to_array(proto.t)
     return None
 
+
+_REGION_ORDER = {"then_branch": -2, "else_branch": -1}
+
+_ATTR_TYPE_TEXT = {
+    "INT": "an i64 integer",
+    "FLOAT": "an f32 float",
+    "STRING": "a string",
+    "INTS": "an array of i64 integers",
+    "FLOATS": "an array of f32 floats",
+    "STRINGS": "an array of strings",
+    "TENSOR": "a dense tensor",
+    "SPARSE_TENSOR": "a dense tensor",
+    "TYPE_PROTO": "a type",
+    "GRAPH": "a region",
+}
 
 _IDENTIFIER = re.compile(r"\W")
 
@@ -339,7 +371,10 @@ def _make_op(op_type: str, schemas: list[onnx.defs.OpSchema]) -> type[OnnxOp]:
         ns["irdl_options"] = tuple(options)
 
     graph_attrs: list[str] = []
-    for attr_name, types in attr_types.items():
+    # schemas list attributes by name: put If's then_branch before its else_branch
+    ordered = sorted(attr_types, key=lambda a: _REGION_ORDER.get(a, 0))
+    for attr_name in ordered:
+        types = attr_types[attr_name]
         if _AttrType.GRAPH in types:
             required = all(
                 attr_name in s.attributes and s.attributes[attr_name].required for s in schemas
@@ -362,6 +397,7 @@ def _make_op(op_type: str, schemas: list[onnx.defs.OpSchema]) -> type[OnnxOp]:
     ns["__module__"] = __name__
     ns["__qualname__"] = f"{op_type}Op"
     cls = irdl_op_definition(type(f"{op_type}Op", (OnnxOp,), ns))
+    cls.verify_ = _with_attribute_check(cls.verify_)
     cls.ONNX_OP_TYPE = op_type
     cls.SINCE_VERSIONS = since
     cls.INPUTS = inputs
@@ -376,6 +412,14 @@ def _make_op(op_type: str, schemas: list[onnx.defs.OpSchema]) -> type[OnnxOp]:
     cls.OPERAND_SEGMENTS = any(isinstance(o, AttrSizedOperandSegments) for o in options)
     cls.RESULT_SEGMENTS = any(isinstance(o, AttrSizedResultSegments) for o in options)
     return cls
+
+
+def _with_attribute_check(generated: Callable[[OnnxOp], None]) -> Callable[[OnnxOp], None]:
+    def verify_(self: OnnxOp) -> None:
+        self._verify_attribute_types()
+        generated(self)
+
+    return verify_
 
 
 def _generate() -> dict[str, type[OnnxOp]]:

@@ -233,7 +233,7 @@ class _Importer:
         arg_types = [self._type(i.type, i.name) for i in inputs]
         block = Block(arg_types=arg_types)
         scope: ChainMap = ChainMap()
-        for arg, info in zip(block.args, inputs):
+        for arg, info in zip(block.args, inputs, strict=True):
             arg.name_hint = _value_name(info.name)
             scope[info.name] = arg
         self._import_body(graph, block, scope, types)
@@ -327,7 +327,7 @@ class _Importer:
         op = cls.from_slots(operands, result_types, attributes, regions)
         op.location = NameLoc(StringAttr(where), NoneAttr())
         block.add_op(op)
-        for name, result in zip((n for g in outputs for n in g), op.results):
+        for name, result in zip((n for g in outputs for n in g), op.results, strict=True):
             result.name_hint = _value_name(name)
             scope[name] = result
 
@@ -406,7 +406,7 @@ class _Importer:
             arg_types.append(t)
         block = Block(arg_types=arg_types)
         sub_scope = scope.new_child()
-        for arg, info in zip(block.args, graph.input):
+        for arg, info in zip(block.args, graph.input, strict=True):
             arg.name_hint = _value_name(info.name)
             sub_scope[info.name] = arg
         self._import_body(graph, block, sub_scope, sub_types)
