@@ -148,19 +148,25 @@ def _call_frontend(function: Callable[..., Any], path: str, kwargs: dict[str, An
 
 
 def _print_module(translation: Translation, module: Any, stream: Any) -> None:
-    if translation.printer:
-        module_name, _, function = translation.printer.rpartition(".")
+    """Print with the frontend's own `print_module`, else the ONNX importer's (locations and
+    resources), else xDSL's printer with locations."""
+    candidates = [translation.printer] if translation.printer else []
+    candidates += [
+        f"{translation.module}.print_module",
+        "mlconv.frontends.onnx_importer.print_module",
+    ]
+    for candidate in candidates:
+        module_name, _, function = candidate.rpartition(".")
         try:
-            printer = getattr(importlib.import_module(module_name), function)
-        except (ImportError, AttributeError):
+            printer = getattr(importlib.import_module(module_name), function, None)
+        except ImportError:
             printer = None
         if printer is not None:
             printer(module, stream)
             return
     from xdsl.printer import Printer
 
-    printer = Printer(stream=stream, print_debuginfo=True)
-    printer.print_op(module)
+    Printer(stream=stream, print_debuginfo=True).print_op(module)
     stream.write("\n")
 
 
