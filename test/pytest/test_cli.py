@@ -257,3 +257,39 @@ def test_run_feeds_by_name_and_position(monkeypatch, tmp_path: Path) -> None:
     out.unlink()
     assert mlconv_run.main([str(model), "--inputs", str(by_name), "--outputs", str(out)]) == 1
     assert not out.exists()
+
+
+def test_opt_pass_failure_is_located(monkeypatch, capsys, tmp_path: Path) -> None:
+    """A PassFailure raised at an op is reported at the line the op was parsed from."""
+    from dataclasses import dataclass
+
+    from mlconv import passes
+    from mlconv.errors import PassFailure
+    from mlconv.tools import mlconv_opt
+    from xdsl.dialects import arith
+    from xdsl.passes import ModulePass
+
+    @dataclass(frozen=True)
+    class FailingPass(ModulePass):
+        name = "test-fail-on-muli"
+
+        def apply(self, ctx, op) -> None:
+            for inner in op.walk():
+                if isinstance(inner, arith.MuliOp):
+                    raise PassFailure.at(inner, "cannot lower this")
+
+    monkeypatch.setitem(passes.PASSES, "test-fail-on-muli", lambda: FailingPass)
+    source = tmp_path / "in.mlir"
+    source.write_text(GOOD_MLIR)
+    out = tmp_path / "out.mlir"
+    assert mlconv_opt.main([str(source), "-p", "test-fail-on-muli", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"{source}:4:3: error: 'arith.muli' op cannot lower this\n"
+    assert not out.exists()
+
+    annotated = tmp_path / "annotated.mlir"
+    lines = GOOD_MLIR.splitlines()
+    lines.insert(3, "  // expected-error @below {{'arith.muli' op cannot lower this}}")
+    annotated.write_text("\n".join(lines) + "\n")
+    argv = [str(annotated), "-p", "test-fail-on-muli", "--verify-diagnostics"]
+    assert mlconv_opt.main(argv) == 0, capsys.readouterr().err
