@@ -121,11 +121,19 @@ def atomic_output(path: str | None, binary: bool = False) -> Iterator[IO]:
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
             yield f
+        make_readable(temporary)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def make_readable(path: str) -> None:
+    """Give a temporary file (created 0600) the mode a plain `open(path, "w")` would have."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def temporary_path_for(path: str) -> str:
@@ -135,4 +143,5 @@ def temporary_path_for(path: str) -> str:
         prefix=f".{os.path.basename(path)}.", suffix=os.path.splitext(path)[1], dir=directory
     )
     os.close(fd)
+    make_readable(temporary)
     return temporary
