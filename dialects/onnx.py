@@ -53,8 +53,8 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     AttrSizedResultSegments,
     BaseAttr,
-    ConstraintContext,
     IRDLOperation,
+    VerificationContext,
     irdl_op_definition,
     irdl_to_attr_constraint,
     operand_def,
@@ -185,7 +185,7 @@ class OnnxOp(IRDLOperation):
             if definition is None or name not in self.ATTRIBUTE_TYPES:
                 continue
             try:
-                definition.constr.verify(attr, ConstraintContext())
+                definition.constr.verify(attr, VerificationContext())
             except VerifyException:
                 expected = " or ".join(_ATTR_TYPE_TEXT[t] for t in self.ATTRIBUTE_TYPES[name])
                 raise VerifyException(
