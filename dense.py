@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+from mlconv.errors import MlconvError
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -20,8 +22,6 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute
-
-from mlconv.errors import MlconvError
 
 _DTYPE_TO_TYPE: dict[np.dtype, Attribute] = {
     np.dtype(np.bool_): IntegerType(1),
@@ -63,7 +63,7 @@ def numpy_dtype(element: Attribute) -> np.dtype:
 
 def tensor_type(shape: tuple[int | None, ...] | list[int], dtype: np.dtype | type) -> TensorType:
     """A ranked tensor type; `None` or a negative entry is a dynamic dimension (`?`)."""
-    dims = [-1 if d is None or d < 0 else int(d) for d in shape]
+    dims = [DYNAMIC_INDEX if d is None or d < 0 else int(d) for d in shape]
     return TensorType(element_type(dtype), dims)
 
 

@@ -11,7 +11,7 @@ def describe_location(location: Attribute | None) -> str | None:
     if location is None or isinstance(location, UnknownLoc):
         return None
     if isinstance(location, NameLoc):
-        return location.name_.data
+        return location.desc.data
     text = str(location)
     return text[4:-1] if text.startswith("loc(") else text
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import jax
 import numpy as np
+from mlconv.dense import numpy_dtype, to_numpy
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -52,12 +53,10 @@ from xdsl.irdl import (
     opt_attr_def,
     opt_operand_def,
     result_def,
-    var_result_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.utils.exceptions import VerifyException
-
-from mlconv.dense import numpy_dtype, to_numpy
 
 # ONNX and TF models compute shapes and indices in int64; semantics must see them unchanged.
 jax.config.update("jax_enable_x64", True)
@@ -136,6 +135,7 @@ class CoreOp(IRDLOperation):
                 raise KeyError(f"{cls.name} has no attribute '{key}'")
             if value is not None:
                 encoded[key] = cls.ATTRIBUTES[key].encode(value)
+        operands = [*operands, *[None] * (len(cls.OPERANDS) - len(operands))]
         operand_groups = [
             [] if value is None else list(value) if isinstance(value, list | tuple) else [value]
             for value in operands

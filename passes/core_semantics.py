@@ -10,11 +10,10 @@ from typing import Any
 
 import jax
 import numpy as np
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, SSAValue
-
 from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects.core_base import CoreOp, constant_value
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.ir import Attribute, SSAValue
 
 # Two stand-in sizes for dynamic dims: a result dim that differs between the two abstract
 # evaluations depends on a dynamic dim and stays dynamic.
@@ -95,7 +94,7 @@ def infer_result_types(op: CoreOp) -> list[TensorType] | None:
     results = []
     for index, aval in enumerate(shapes[0]):
         dims = [
-            d if all(s[index].shape[i] == d for s in shapes) else -1
+            d if all(s[index].shape[i] == d for s in shapes) else DYNAMIC_INDEX
             for i, d in enumerate(aval.shape)
         ]
         results.append(TensorType(element_type(np.dtype(aval.dtype)), dims))

@@ -1,0 +1,130 @@
+"""CoreBuilder: how a lowering pattern creates core ops.
+
+Ops are inserted before the ONNX op being lowered, at its location, with result types derived
+from each core op's semantics (dynamic dims stay `?`); where they cannot be derived yet (a
+shape operand that is not constant) the result is unranked until core-infer-shapes runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from mlconv.dense import numpy_dtype
+from mlconv.dialects.core_base import CoreOp, constant_value
+from mlconv.dialects.core_tensor import ConstantOp
+from mlconv.errors import PassFailure
+from mlconv.passes.core_semantics import infer_result_types
+from xdsl.dialects.builtin import Float32Type, TensorType, UnrankedTensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+
+class CoreBuilder:
+    def __init__(self, anchor: Operation):
+        self.anchor = anchor
+
+    # --- reading the ONNX op ------------------------------------------------------------------
+    def input(self, op: Any, name: str) -> SSAValue | None:
+        """The operand in ONNX input slot `name` (None when absent)."""
+        values = self.inputs(op, name)
+        return values[0] if values else None
+
+    def inputs(self, op: Any, name: str) -> list[SSAValue]:
+        """All operands of slot `name` (a variadic slot may have many)."""
+        slot = op.INPUTS.index(name)
+        return list(_slot_values(op)[slot])
+
+    def attr(self, op: Any, name: str, default: Any = None) -> Any:
+        """The attribute's value when the node sets it, else `default`. Patterns give the
+        default of the versions they handle: the dialect's defaults are the newest schema's,
+        and some changed (Softmax's axis was 1 before opset 13, -1 since)."""
+        if name not in op.attributes:
+            return default
+        return op.onnx_attr(name)
+
+    def fail(self, message: str) -> PassFailure:
+        return PassFailure.at(self.anchor, message)
+
+    # --- building core ops --------------------------------------------------------------------
+    def insert(self, op: Operation) -> Operation:
+        op.location = self.anchor.location
+        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        return op
+
+    def __call__(
+        self,
+        op_class: type[CoreOp],
+        *operands: SSAValue | Sequence[SSAValue] | None,
+        results: int | None = None,
+        **attributes: Any,
+    ) -> Any:
+        """Create `op_class(operands, attributes)`; returns its result, or the list of results
+        when the op has several (or `results` is given for a variadic one)."""
+        count = results if results is not None else len(op_class.RESULTS)
+        first = next(
+            (v for v in _flatten(operands) if isinstance(v.type, TensorType | UnrankedTensorType)),
+            None,
+        )
+        element = first.type.get_element_type() if first is not None else Float32Type()
+        placeholder = [UnrankedTensorType(element)] * count
+        op = op_class.build_op(list(operands), placeholder, **attributes)
+        inferred = infer_result_types(op)
+        if inferred is not None and len(inferred) == count:
+            for result, new_type in zip(list(op.results), inferred, strict=True):
+                Rewriter.replace_value_with_new_type(result, new_type)
+        self.insert(op)
+        results_list = list(op.results)
+        return results_list[0] if results is None and count == 1 else results_list
+
+    def const(self, value: Any, dtype: Any = None) -> SSAValue:
+        array = np.asarray(value, dtype=dtype)
+        return self.insert(ConstantOp.from_numpy(array)).results[0]
+
+    def ints(self, values: Sequence[int] | int) -> SSAValue:
+        """A 1-D (or, for an int, 0-D) i64 constant: shapes, axes, pads."""
+        return self.const(values, np.int64)
+
+    @staticmethod
+    def constant(value: SSAValue | None) -> np.ndarray | None:
+        return None if value is None else constant_value(value)
+
+    @staticmethod
+    def rank(value: SSAValue) -> int | None:
+        return len(value.type.get_shape()) if isinstance(value.type, TensorType) else None
+
+    @staticmethod
+    def dtype(value: SSAValue) -> np.dtype:
+        return numpy_dtype(value.type.get_element_type())
+
+    @staticmethod
+    def result_type(op: Any, index: int = 0) -> Attribute:
+        return op.results[index].type
+
+
+def _flatten(values: Sequence[Any]) -> list[SSAValue]:
+    flat: list[SSAValue] = []
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, SSAValue):
+            flat.append(value)
+        else:
+            flat.extend(value)
+    return flat
+
+
+def _slot_values(op: Any) -> list[list[SSAValue]]:
+    """Operands grouped per ONNX input slot, from the op's IRDL definition."""
+    definition = type(op).get_irdl_definition()
+    groups: list[list[SSAValue]] = []
+    for name, _ in definition.operands:
+        value = getattr(op, name)
+        if value is None:
+            groups.append([])
+        elif isinstance(value, SSAValue):
+            groups.append([value])
+        else:
+            groups.append(list(value))
+    return groups

@@ -1,0 +1,200 @@
+"""Neural-network ONNX ops: convolution, pooling, normalization, Gemm/MatMul, softmax."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlconv.dialects import core_elementwise as ew
+from mlconv.dialects import core_nn as nn
+from mlconv.dialects import core_tensor as ct
+from mlconv.passes.onnx_patterns import lowering
+
+AUTO_PAD = {"NOTSET": "explicit", "SAME_UPPER": "same_upper", "SAME_LOWER": "same_lower", "VALID": "valid"}
+
+
+def window_attributes(op, b, spatial: int) -> dict:
+    """strides / pads_begin / pads_end / auto_pad in core form from ONNX's attributes."""
+    pads = b.attr(op, "pads", [0] * (2 * spatial))
+    auto_pad = AUTO_PAD.get(b.attr(op, "auto_pad", "NOTSET"))
+    if auto_pad is None:
+        raise b.fail(f"unknown auto_pad '{op.onnx_attr('auto_pad')}'")
+    return {
+        "strides": b.attr(op, "strides", [1] * spatial),
+        "pads_begin": pads[:spatial],
+        "pads_end": pads[spatial:],
+        "auto_pad": auto_pad,
+    }
+
+
+def spatial_rank(b, x, op) -> int:
+    kernel = op.onnx_attr("kernel_shape")
+    if kernel:
+        return len(kernel)
+    rank = b.rank(x)
+    if rank is None:
+        raise b.fail("needs the rank of its input or a kernel_shape")
+    return rank - 2
+
+
+def add_channel_bias(b, y, bias, spatial: int):
+    """y + bias broadcast over N and the spatial dims (bias has one value per channel)."""
+    return b(ew.AddOp, y, b(ct.UnsqueezeOp, bias, b.ints(list(range(1, spatial + 1)))))
+
+
+@lowering("Conv", 1, 11, 22)
+def conv(op, b):
+    x, w, bias = b.input(op, "X"), b.input(op, "W"), b.input(op, "B")
+    spatial = spatial_rank(b, w, op) if b.rank(w) else spatial_rank(b, x, op)
+    attributes = window_attributes(op, b, spatial)
+    attributes["dilations"] = b.attr(op, "dilations", [1] * spatial)
+    group = b.attr(op, "group", 1)
+    if group == 1:
+        y = b(nn.ConvolutionOp, x, w, **attributes)
+    else:
+        shape = w.type.get_shape() if b.rank(w) else None
+        if shape is None or shape[0] < 0:
+            raise b.fail("a grouped convolution needs the static output-channel count of W")
+        filters = b(ct.ReshapeOp, w, b.ints([group, shape[0] // group, -1, *shape[2:]]))
+        y = b(nn.GroupConvolutionOp, x, filters, **attributes)
+    if bias is not None:
+        y = add_channel_bias(b, y, bias, spatial)
+    return [y]
+
+
+@lowering("MaxPool", 1, 8, 10, 11, 12, 22)
+def max_pool(op, b):
+    x = b.input(op, "X")
+    spatial = spatial_rank(b, x, op)
+    if any(d != 1 for d in b.attr(op, "dilations", [1] * spatial)):
+        raise b.fail("MaxPool with dilations is not supported yet")
+    if len(op.results) > 1 and op.results[1].uses:
+        raise b.fail("MaxPool's Indices output is not supported yet")
+    y = b(
+        nn.MaxPoolOp,
+        x,
+        kernel=op.onnx_attr("kernel_shape"),
+        rounding_type="ceil" if b.attr(op, "ceil_mode", 0) else "floor",
+        **window_attributes(op, b, spatial),
+    )
+    return [y, None]
+
+
+@lowering("AveragePool", 1, 7, 10, 11, 19, 22)
+def average_pool(op, b):
+    x = b.input(op, "X")
+    spatial = spatial_rank(b, x, op)
+    if any(d != 1 for d in b.attr(op, "dilations", [1] * spatial)):
+        raise b.fail("AveragePool with dilations is not supported yet")
+    y = b(
+        nn.AvgPoolOp,
+        x,
+        kernel=op.onnx_attr("kernel_shape"),
+        rounding_type="ceil" if b.attr(op, "ceil_mode", 0) else "floor",
+        exclude_pad=not b.attr(op, "count_include_pad", 0),
+        **window_attributes(op, b, spatial),
+    )
+    return [y]
+
+
+def _global_pool(core_class):
+    def pattern(op, b):
+        x = op.operands[0]
+        rank = b.rank(x)
+        if rank is None:
+            raise b.fail("needs the rank of its input")
+        return [b(core_class, x, b.ints(list(range(2, rank))), keep_dims=True)]
+
+    return pattern
+
+
+lowering("GlobalAveragePool", 1, 22)(_global_pool(ct.ReduceMeanOp))
+lowering("GlobalMaxPool", 1, 22)(_global_pool(ct.ReduceMaxOp))
+
+
+@lowering("LRN", 1, 13)
+def lrn(op, b):
+    return [
+        b(
+            nn.LRNOp,
+            op.operands[0],
+            b.ints([1]),
+            alpha=b.attr(op, "alpha", 1e-4),
+            beta=b.attr(op, "beta", 0.75),
+            bias=b.attr(op, "bias", 1.0),
+            size=op.onnx_attr("size"),
+        )
+    ]
+
+
+@lowering("BatchNormalization", 1, 6, 7, 9, 14, 15)
+def batch_norm(op, b):
+    if b.attr(op, "training_mode", 0):
+        raise b.fail("BatchNormalization in training mode is not supported")
+    x, scale, bias, mean, var = (op.operands[i] for i in range(5))
+    y = b(nn.BatchNormInferenceOp, x, scale, bias, mean, var, epsilon=b.attr(op, "epsilon", 1e-5))
+    return [y]
+
+
+@lowering("Gemm", 1, 6, 7, 9, 11, 13)
+def gemm(op, b):
+    a, bb, c = b.input(op, "A"), b.input(op, "B"), b.input(op, "C")
+    y = b(
+        nn.MatMulOp,
+        a,
+        bb,
+        transpose_a=bool(b.attr(op, "transA", 0)),
+        transpose_b=bool(b.attr(op, "transB", 0)),
+    )
+    dtype = b.dtype(y)
+    alpha, beta = b.attr(op, "alpha", 1.0), b.attr(op, "beta", 1.0)
+    if alpha != 1.0:
+        y = b(ew.MultiplyOp, y, b.const(alpha, dtype))
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = b(ew.MultiplyOp, c, b.const(beta, dtype))
+        y = b(ew.AddOp, y, c)
+    return [y]
+
+
+@lowering("MatMul", 1, 9, 13)
+def matmul(op, b):
+    return [b(nn.MatMulOp, *op.operands)]
+
+
+def _softmax(core_class, coerce_2d: bool):
+    """Before opset 13, Softmax flattened the input to 2-D at `axis` (default 1) first."""
+
+    def pattern(op, b):
+        x = op.operands[0]
+        if not coerce_2d:
+            return [b(core_class, x, axis=b.attr(op, "axis", -1))]
+        rank = b.rank(x)
+        axis = b.attr(op, "axis", 1)
+        if rank is None:
+            raise b.fail("needs the rank of its input")
+        axis %= max(rank, 1)
+        if axis == rank - 1:
+            return [b(core_class, x, axis=-1)]
+        shape = x.type.get_shape()
+        if any(d < 0 for d in shape):
+            raise b.fail("needs a static input shape before opset 13")
+        flat = b(ct.ReshapeOp, x, b.ints([int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]))
+        y = b(core_class, flat, axis=-1)
+        return [b(ct.ReshapeOp, y, b.ints(list(shape)))]
+
+    return pattern
+
+
+lowering("Softmax", 1, 11)(_softmax(nn.SoftmaxOp, True))
+lowering("Softmax", 13)(_softmax(nn.SoftmaxOp, False))
+lowering("LogSoftmax", 1, 11)(_softmax(nn.LogSoftmaxOp, True))
+lowering("LogSoftmax", 13)(_softmax(nn.LogSoftmaxOp, False))
+
+
+@lowering("Dropout", 1, 6, 7, 10, 12, 13, 22)
+def dropout(op, b):
+    """Inference: the identity; the mask (if used) is all true."""
+    x = op.operands[0]
+    mask = None
+    if len(op.results) > 1 and op.results[1].uses:
+        mask = b(ct.BroadcastOp, b.const(True), b(ct.ShapeOfOp, x))
+    return [x, mask]

@@ -1,0 +1,168 @@
+"""Tensor and shape ONNX ops: constants, reshapes, transposes, gathers, casts, reductions."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlconv.dense import numpy_dtype
+from mlconv.dialects import core_tensor as ct
+from mlconv.passes.onnx_patterns import lowering
+
+_CONSTANT_ATTRIBUTES = {
+    "value_float": np.float32,
+    "value_floats": np.float32,
+    "value_int": np.int64,
+    "value_ints": np.int64,
+}
+
+
+@lowering("Constant", 1, 9, 11, 12, 13, 19, 21, 23, 24, 25)
+def constant(op, b):
+    value = op.onnx_attr("value")
+    if value is None:
+        for name, dtype in _CONSTANT_ATTRIBUTES.items():
+            if op.onnx_attr(name) is not None:
+                value = np.asarray(op.onnx_attr(name), dtype)
+                break
+    if value is None:
+        raise b.fail("Constant without a tensor, float or int value is not supported")
+    return [b.const(value)]
+
+
+@lowering("ConstantOfShape", 9, 20, 21, 23, 24, 25)
+def constant_of_shape(op, b):
+    value = op.onnx_attr("value")
+    scalar = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(())
+    return [b(ct.BroadcastOp, b.const(scalar), op.operands[0])]
+
+
+@lowering("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25)
+def identity(op, b):
+    return [op.operands[0]]
+
+
+@lowering("Reshape", 1)
+def reshape_v1(op, b):
+    return [b(ct.ReshapeOp, op.operands[0], b.ints(op.onnx_attr("shape")), special_zero=True)]
+
+
+@lowering("Reshape", 5, 13, 14, 19, 21, 23, 24, 25)
+def reshape(op, b):
+    data, shape = op.operands
+    return [b(ct.ReshapeOp, data, shape, special_zero=not b.attr(op, "allowzero", 0))]
+
+
+@lowering("Flatten", 1, 9, 11, 13, 21, 23, 24, 25)
+def flatten(op, b):
+    x = op.operands[0]
+    axis = b.attr(op, "axis", 1)
+    rank = b.rank(x)
+    if rank is None:
+        raise b.fail("needs the rank of its input")
+    axis %= max(rank, 1) if axis < 0 else rank + 1
+    shape = x.type.get_shape()
+    if all(d >= 0 for d in shape):
+        outer = int(np.prod(shape[:axis], dtype=np.int64))
+        return [b(ct.ReshapeOp, x, b.ints([outer, -1 if outer else int(np.prod(shape[axis:]))]))]
+    if axis in (0, 1) or all(d >= 0 for d in shape[:axis]):
+        outer = int(np.prod(shape[:axis], dtype=np.int64))
+        return [b(ct.ReshapeOp, x, b.ints([outer, -1]))]
+    # Dynamic leading dims: ShapeOf -> gather the leading dims -> ReduceProd -> Concat(-1).
+    dims = b(ct.GatherOp, b(ct.ShapeOfOp, x), b.ints(list(range(axis))), b.ints(0))
+    outer = b(ct.ReduceProdOp, dims, b.ints([0]), keep_dims=True)
+    target = b(ct.ConcatOp, [outer, b.ints([-1])], axis=0)
+    return [b(ct.ReshapeOp, x, target)]
+
+
+@lowering("Transpose", 1, 13, 21, 23, 24, 25)
+def transpose(op, b):
+    x = op.operands[0]
+    perm = op.onnx_attr("perm")
+    if perm is None:
+        rank = b.rank(x)
+        if rank is None:
+            raise b.fail("needs the rank of its input or a perm")
+        perm = list(reversed(range(rank)))
+    return [b(ct.TransposeOp, x, b.ints(perm))]
+
+
+@lowering("Concat", 1, 4, 11, 13)
+def concat(op, b):
+    return [b(ct.ConcatOp, list(op.operands), axis=b.attr(op, "axis", 1))]
+
+
+def _axes(op, b, name="axes"):
+    """Axes from the attribute (old opsets) or the second input (new opsets)."""
+    attribute = op.onnx_attr(name)
+    if attribute is not None:
+        return b.ints(attribute)
+    return b.input(op, name) if name in op.INPUTS else None
+
+
+@lowering("Unsqueeze", 1, 11, 13, 21, 23, 24, 25)
+def unsqueeze(op, b):
+    return [b(ct.UnsqueezeOp, op.operands[0], _axes(op, b))]
+
+
+@lowering("Squeeze", 1, 11, 13, 21, 23, 24, 25)
+def squeeze(op, b):
+    return [b(ct.SqueezeOp, op.operands[0], _axes(op, b))]
+
+
+@lowering("Shape", 1, 13, 15, 19, 21, 23, 24, 25)
+def shape(op, b):
+    x = op.operands[0]
+    result = b(ct.ShapeOfOp, x)
+    start, end = b.attr(op, "start", 0), op.onnx_attr("end")
+    rank = b.rank(x)
+    if start == 0 and end is None:
+        return [result]
+    if rank is None:
+        raise b.fail("Shape with start/end needs the rank of its input")
+    indices = list(range(rank))[slice(start, end)]
+    return [b(ct.GatherOp, result, b.ints(indices), b.ints(0))]
+
+
+@lowering("Gather", 1, 11, 13)
+def gather(op, b):
+    data, indices = op.operands
+    return [b(ct.GatherOp, data, indices, b.ints(b.attr(op, "axis", 0)))]
+
+
+@lowering("Cast", 1, 6, 9, 13, 19, 21, 23, 24, 25, 28)
+def cast(op, b):
+    target = op.results[0].type.get_element_type()
+    return [b(ct.ConvertOp, op.operands[0], destination_type=target)]
+
+
+REDUCTIONS = {
+    "ReduceSum": (ct.ReduceSumOp, (1, 11), (13,)),
+    "ReduceMean": (ct.ReduceMeanOp, (1, 11, 13), (18,)),
+    "ReduceMax": (ct.ReduceMaxOp, (1, 11, 12, 13), (18, 20)),
+    "ReduceMin": (ct.ReduceMinOp, (1, 11, 12, 13), (18, 20)),
+    "ReduceProd": (ct.ReduceProdOp, (1, 11, 13), (18,)),
+    "ReduceL1": (ct.ReduceL1Op, (1, 11, 13), (18,)),
+    "ReduceL2": (ct.ReduceL2Op, (1, 11, 13), (18,)),
+}
+
+
+def _reduction(core_class):
+    def pattern(op, b):
+        x = op.operands[0]
+        axes = _axes(op, b)
+        keep_dims = bool(b.attr(op, "keepdims", 1))
+        if axes is None or (b.constant(axes) is not None and b.constant(axes).size == 0):
+            if b.attr(op, "noop_with_empty_axes", 0):
+                return [x]
+            rank = b.rank(x)
+            if rank is None:
+                raise b.fail("needs the rank of its input to reduce over all axes")
+            axes = b.ints(list(range(rank)))
+        return [b(core_class, x, axes, keep_dims=keep_dims)]
+
+    return pattern
+
+
+for _name, (_core, _attr_versions, _input_versions) in REDUCTIONS.items():
+    lowering(_name, *_attr_versions, *_input_versions)(_reduction(_core))
+
+_ = numpy_dtype
