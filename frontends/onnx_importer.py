@@ -235,6 +235,7 @@ class _Importer:
         scope: ChainMap = ChainMap()
         for arg, info in zip(block.args, inputs, strict=True):
             arg.name_hint = _value_name(info.name)
+            arg.location = NameLoc(StringAttr(info.name), NoneAttr())
             scope[info.name] = arg
         self._import_body(graph, block, scope, types)
         results = [self._use(o.name, scope, "graph output") for o in graph.output]
@@ -408,6 +409,7 @@ class _Importer:
         sub_scope = scope.new_child()
         for arg, info in zip(block.args, graph.input, strict=True):
             arg.name_hint = _value_name(info.name)
+            arg.location = NameLoc(StringAttr(info.name), NoneAttr())
             sub_scope[info.name] = arg
         self._import_body(graph, block, sub_scope, sub_types)
         results = [self._use(o.name, sub_scope, "subgraph output") for o in graph.output]

@@ -283,7 +283,7 @@ def test_locations_names_and_signature():
     module = import_onnx(model)
     text, again = _round_trip(module)
     assert text == again
-    assert 'loc("my_relu")' in text and 'loc("Add_1")' in text and 'loc("b")' in text
+    assert all(f'loc("{n}")' in text for n in ("my_relu", "Add_1", "b", "x"))
     assert '{mlconv.name = "x"}' in text and '{mlconv.name = "y"}' in text
     assert 'onnx.opset_import = {"" = 17 : i64}' in text
     assert "%x: tensor<?x3xf32>" in text  # symbolic dims are dynamic
