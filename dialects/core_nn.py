@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-
 from mlconv.dialects.core_base import BOOL, FLOAT, INT, INTS, STR, CoreOp, core_op
 
 _PADDING = {
@@ -254,6 +253,15 @@ class MatMulOp(CoreOp):
         return jnp.matmul(a, b.astype(a.dtype), preferred_element_type=a.dtype)
 
 
+def shifted(x, axis):
+    """x - max(x) along `axis`, shifted once more. XLA may reassociate the subtraction with
+    x's producer (a mean: (s - m*n)/n); with large logits (light squeezenet's are ~1e10) the
+    first shift then misses 0 by hundreds and every exp underflows. The second shift works on
+    small numbers, so its maximum is exactly 0."""
+    first = x - jnp.max(x, axis=axis, keepdims=True)
+    return first - jnp.max(first, axis=axis, keepdims=True)
+
+
 @core_op(operands=("arg",), attributes={"axis": (INT, 1)})
 class SoftmaxOp(CoreOp):
     """exp(x) / sum(exp(x)) along `axis`, computed stably (OpenVINO opset8 Softmax).
@@ -266,7 +274,8 @@ class SoftmaxOp(CoreOp):
 
     @staticmethod
     def semantics(arg, *, axis):
-        return jax.nn.softmax(arg, axis=axis)
+        e = jnp.exp(shifted(arg, axis))
+        return e / jnp.sum(e, axis=axis, keepdims=True)
 
 
 @core_op(operands=("arg",), attributes={"axis": (INT, 1)})
@@ -281,7 +290,8 @@ class LogSoftmaxOp(CoreOp):
 
     @staticmethod
     def semantics(arg, *, axis):
-        return jax.nn.log_softmax(arg, axis=axis)
+        d = shifted(arg, axis)
+        return d - jnp.log(jnp.sum(jnp.exp(d), axis=axis, keepdims=True))
 
 
 @core_op(

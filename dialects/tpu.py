@@ -25,6 +25,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
+from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
@@ -54,8 +55,6 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
-
-from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
 
 # --- parameter encoding -------------------------------------------------------------------------
 
@@ -202,7 +201,7 @@ class RegionOp(IRDLOperation):
 # Primitives that never appear as tpu ops: calls are inlined, identities dropped, control flow
 # has structural ops of its own, and collectives/randomness/tokens have no place in inference.
 INLINED = frozenset({"jit", "pjit", "closed_call", "core_call", "call", "custom_jvp_call", "custom_vjp_call", "remat2", "checkpoint"})
-IDENTITIES = frozenset({"device_put", "sharding_constraint", "stop_gradient", "copy", "optimization_barrier"})
+IDENTITIES = frozenset({"device_put", "sharding_constraint", "stop_gradient", "copy"})
 EXCLUDED = INLINED | IDENTITIES | frozenset(
     {
         "cond", "while", "scan", "after_all", "create_token", "all_gather", "all_to_all",
@@ -237,9 +236,15 @@ def _class_name(primitive: str) -> str:
 @cache
 def _primitives() -> dict[str, Any]:
     import jax.extend.core.primitives as primitives
+    from jax import lax
     from jax.extend.core import Primitive
 
-    found = {v.name: v for v in vars(primitives).values() if isinstance(v, Primitive)}
+    found = {
+        v.name: v
+        for module in (primitives, lax)
+        for v in vars(module).values()
+        if isinstance(v, Primitive)
+    }
     return {name: prim for name, prim in sorted(found.items()) if name not in EXCLUDED}
 
 
