@@ -1,1 +1,123 @@
-def compile(*a, **k): raise NotImplementedError
+"""The Python API: `mlconv.compile(model, device=None, **options)`.
+
+    run = mlconv.compile("resnet50.onnx", device="cpu", input_shapes={"x": [1, 3, 224, 224]})
+    (logits,) = run(image)
+
+`model` is a path (.onnx, a TF SavedModel folder, .tflite, .mlir) or an `onnx.ModelProto`.
+Whatever the source dialect, the module is lowered `<framework>-to-core`, then
+core-infer-shapes / core-fold-constants{static-shape=true} / core-to-tpu, and compiled with
+JAX as one XLA program per `tpu.region`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlconv.errors import FrontendError, OptionError
+from xdsl.dialects.builtin import ModuleOp
+
+# Framework dialect -> the pass that lowers it to core.
+TO_CORE = {"onnx": "onnx-to-core", "tf": "tf-to-core", "tflite": "tflite-to-core"}
+
+
+def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
+    """Import `model` into its framework dialect (or parse it, for .mlir)."""
+    if isinstance(model, ModuleOp):
+        return model
+    if not isinstance(model, str | os.PathLike):
+        import onnx
+
+        if isinstance(model, onnx.ModelProto):
+            from mlconv.frontends.onnx_importer import import_onnx
+
+            return import_onnx(model)
+        raise FrontendError(f"cannot compile a {type(model).__name__}: give a path or an onnx.ModelProto")
+    path = Path(model)
+    if path.is_dir():
+        from mlconv.frontends.tf_importer import import_tf
+
+        return import_tf(str(path), **frontend_options)
+    suffix = path.suffix.lower()
+    if suffix == ".tflite":
+        from mlconv.frontends.tflite_importer import import_tflite
+
+        return import_tflite(str(path))
+    if suffix == ".mlir":
+        return parse_mlir_file(path)
+    from mlconv.frontends.onnx_importer import import_onnx
+
+    return import_onnx(str(path))
+
+
+def parse_mlir_file(path: Path) -> ModuleOp:
+    from mlconv.dialects import make_context
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise FrontendError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        module = Parser(make_context(), text, str(path)).parse_module()
+    except ParseError as error:
+        raise FrontendError(f"{path}: {str(error).splitlines()[0]}") from None
+    module.verify()
+    return module
+
+
+def format_input_shapes(shapes: str | Mapping[str, Sequence[int | None]] | None) -> str:
+    """{"x": [1, 3, None]} -> "x:1,3,?" (the input-shapes option's syntax)."""
+    if not shapes:
+        return ""
+    if isinstance(shapes, str):
+        return shapes
+    if not isinstance(shapes, Mapping):
+        raise OptionError("input_shapes must be a dict name -> dims or a 'x:1,3,224,224' string")
+    return ";".join(
+        f"{name}:" + ",".join("?" if d is None or d < 0 else str(int(d)) for d in dims)
+        for name, dims in shapes.items()
+    )
+
+
+def framework_dialects(module: ModuleOp) -> list[str]:
+    found = {op.name.split(".", 1)[0] for op in module.walk()}
+    return [dialect for dialect in TO_CORE if dialect in found]
+
+
+def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
+    """Lower a module of any framework dialect (or core) to tpu ops, in place."""
+    from mlconv.dialects import make_context
+    from mlconv.passes import get_pass
+    from mlconv.passes.pipelines import CoreToTpuPipeline
+
+    ctx = make_context()
+    for dialect in framework_dialects(module):
+        pass_class = get_pass(TO_CORE[dialect])
+        if pass_class is None:
+            raise OptionError(f"no {TO_CORE[dialect]} lowering is available")
+        pass_class().apply(ctx, module)
+    CoreToTpuPipeline(input_shapes=input_shapes).apply(ctx, module)
+    return module
+
+
+def compile(  # noqa: A001 - the API the design names
+    model: Any,
+    device: str | None = None,
+    *,
+    input_shapes: str | Mapping[str, Sequence[int | None]] | None = None,
+    **frontend_options: Any,
+):
+    """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
+    numpy arrays in (positionally or by input name), a list of numpy arrays out.
+
+    `input_shapes` fixes dynamic input dims; other keywords go to the frontend (for a
+    SavedModel: `signature`, `alias`, `function`)."""
+    from mlconv.backends.jax_backend import compile_module
+
+    module = load_model(model, **frontend_options)
+    lower_to_tpu(module, format_input_shapes(input_shapes))
+    return compile_module(module, device)

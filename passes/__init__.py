@@ -38,6 +38,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {
     "onnx-to-tpu": _ours("pipelines", "OnnxToTpuPipeline"),
+    "core-to-tpu-pipeline": _ours("pipelines", "CoreToTpuPipeline"),
 }
 
 

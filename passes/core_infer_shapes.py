@@ -3,6 +3,9 @@ partial inference). Input: core ops whose operand types may be more precise than
 types. Output: every core op's results typed by its semantics, dynamic dims kept as `?`, and
 function signatures updated to what they return. Ops are visited in topological order; a use
 before definition (a cycle) is an error.
+
+`input-shapes=x:1,3,224,224;y:1,10` (as ovc's --input) first fixes the shapes of `@main`'s
+inputs, named by their `mlconv.name`; a `?` keeps a dim dynamic.
 """
 
 from __future__ import annotations
@@ -10,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlconv.dialects.core_base import CoreOp
-from mlconv.errors import PassFailure
+from mlconv.errors import OptionError, PassFailure
 from mlconv.passes.core_semantics import infer_result_types
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -55,11 +58,61 @@ def update_signature(function: func.FuncOp) -> None:
     function.function_type = func.FunctionType.from_lists(inputs, outputs)
 
 
+def parse_input_shapes(text: str) -> dict[str, list[int]]:
+    """`x:1,3,224,224;y:1,10` (or with `,` before the next `name:`) -> {"x": [1,3,224,224], ...};
+    `?` or -1 is a dynamic dim."""
+    shapes: dict[str, list[int]] = {}
+    current: list[int] | None = None
+    for token in text.replace(";", ",").split(","):
+        token = token.strip()
+        if not token:
+            continue
+        if ":" in token:
+            name, _, token = token.rpartition(":")
+            current = shapes.setdefault(name.strip(), [])
+        if current is None:
+            raise OptionError(f"input-shapes '{text}': expected name:dims, e.g. x:1,3,224,224")
+        try:
+            current.append(-1 if token in ("?", "-1") else int(token))
+        except ValueError:
+            raise OptionError(f"input-shapes '{text}': '{token}' is not a dimension") from None
+    return shapes
+
+
+def set_input_shapes(function: func.FuncOp, shapes: dict[str, list[int]]) -> None:
+    from mlconv.passes.core_to_tpu import input_name
+
+    block = function.body.block
+    names = [input_name(function, i) for i in range(len(block.args))]
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise OptionError(
+            f"input-shapes names unknown input(s) {', '.join(unknown)}; inputs: {', '.join(names)}"
+        )
+    for arg, name in zip(list(block.args), names, strict=True):
+        if name not in shapes:
+            continue
+        old = arg.type
+        dims = shapes[name]
+        if isinstance(old, TensorType) and len(old.get_shape()) != len(dims):
+            raise OptionError(f"input '{name}' has rank {len(old.get_shape())}, input-shapes gives {len(dims)} dims")
+        for i, (was, new) in enumerate(zip(old.get_shape(), dims, strict=True)):
+            if was >= 0 and new >= 0 and was != new:
+                raise OptionError(f"input '{name}' dimension {i} is {was}, input-shapes gives {new}")
+        new_type = TensorType(old.get_element_type(), [DYNAMIC_INDEX if d < 0 else d for d in dims])
+        Rewriter.replace_value_with_new_type(arg, new_type)
+
+
 @dataclass(frozen=True)
 class CoreInferShapesPass(ModulePass):
     name = "core-infer-shapes"
+    input_shapes: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        shapes = parse_input_shapes(self.input_shapes) if self.input_shapes else None
+        for function in op.walk():
+            if shapes is not None and isinstance(function, func.FuncOp) and not function.is_declaration:
+                set_input_shapes(function, shapes)
         for function in op.walk():
             if not isinstance(function, func.FuncOp) or function.is_declaration:
                 continue

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
-from xdsl.passes import ModulePass
-from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError
+import re
 
 from mlconv.errors import OptionError
 from mlconv.passes import PASSES, PIPELINES, get_pass
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 _ANCHOR = "builtin.module("
 
@@ -30,9 +31,29 @@ def strip_anchor(spec: str) -> str:
     return spec
 
 
+_OPTIONS = re.compile(r"\{([^{}]*)\}")
+_PLAIN_VALUE = re.compile(r'^(".*"|[\w.+-]+(,[\w.+-]+)*)$')
+
+
+def quote_option_values(flat: str) -> str:
+    """Quote option values xDSL's lexer rejects unquoted (`input-shapes=x:1,3,224,224`,
+    `version=2.3.0`), so they can be written as in MLIR and ovc."""
+
+    def quote(match: re.Match[str]) -> str:
+        items = []
+        for item in match.group(1).split():
+            key, sep, value = item.partition("=")
+            if sep and not _PLAIN_VALUE.match(value) or (sep and value.count(".") > 1):
+                value = '"' + value.replace('"', "") + '"'
+            items.append(f"{key}{sep}{value}")
+        return "{" + " ".join(items) + "}"
+
+    return _OPTIONS.sub(quote, flat)
+
+
 def parse_pass_pipeline(spec: str) -> list[ModulePass]:
     """Instances of every pass in `spec`, with their options; unknown names are an OptionError."""
-    flat = strip_anchor(spec)
+    flat = quote_option_values(strip_anchor(spec))
     if not flat:
         return []
     try:

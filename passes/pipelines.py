@@ -1,0 +1,46 @@
+"""Named pipelines, registered like passes: `mlconv-opt -p onnx-to-tpu{input-shapes=x:1,3,224,224}`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
+from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+from mlconv.passes.core_to_tpu import CoreToTpuPass
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+
+@dataclass(frozen=True)
+class CoreToTpuPipeline(ModulePass):
+    """Partial inference with every shape made static, then placement on the TPU:
+    core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-to-tpu."""
+
+    name = "core-to-tpu-pipeline"
+    input_shapes: str = ""
+
+    def passes(self) -> list[ModulePass]:
+        return [
+            CoreInferShapesPass(input_shapes=self.input_shapes),
+            CoreFoldConstantsPass(static_shape=True),
+            CoreToTpuPass(),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for stage in self.passes():
+            stage.apply(ctx, op)
+
+
+@dataclass(frozen=True)
+class OnnxToTpuPipeline(ModulePass):
+    """An ONNX model all the way to tpu ops: onnx-to-core, then core-to-tpu-pipeline."""
+
+    name = "onnx-to-tpu"
+    input_shapes: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from mlconv.passes.onnx_to_core import OnnxToCorePass
+
+        OnnxToCorePass().apply(ctx, op)
+        CoreToTpuPipeline(input_shapes=self.input_shapes).apply(ctx, op)
