@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mlconv.errors import FrontendError, OptionError
 from xdsl.dialects.builtin import ModuleOp
+
+from mlconv.errors import FrontendError, OptionError
 
 # Framework dialect -> the pass that lowers it to core.
 TO_CORE = {"onnx": "onnx-to-core", "tf": "tf-to-core", "tflite": "tflite-to-core"}
@@ -53,9 +54,10 @@ def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
 
 
 def parse_mlir_file(path: Path) -> ModuleOp:
-    from mlconv.dialects import make_context
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
+
+    from mlconv.dialects import make_context
 
     try:
         text = path.read_text()

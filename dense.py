@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from mlconv.errors import MlconvError
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BFloat16Type,
@@ -22,6 +21,8 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute
+
+from mlconv.errors import MlconvError
 
 _DTYPE_TO_TYPE: dict[np.dtype, Attribute] = {
     np.dtype(np.bool_): IntegerType(1),

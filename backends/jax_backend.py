@@ -12,12 +12,13 @@ from typing import Any
 
 import jax
 import numpy as np
-from mlconv.dense import numpy_dtype, to_numpy
-from mlconv.dialects import tpu
-from mlconv.errors import BackendError
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, SSAValue
+
+from mlconv.dense import numpy_dtype, to_numpy
+from mlconv.dialects import tpu
+from mlconv.errors import BackendError
 
 DEVICES = ("cpu", "gpu", "tpu")
 

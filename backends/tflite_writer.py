@@ -19,11 +19,6 @@ from pathlib import Path
 
 import flatbuffers
 import numpy as np
-from mlconv.dialects import tflite
-from mlconv.dialects.quant import UniformQuantizedType
-from mlconv.errors import BackendError
-from mlconv.frontends.tflite_importer import tflite_schema
-from mlconv.passes.tflite_op_versions import min_runtime, runtime_key, tflite_type
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -35,6 +30,12 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import SSAValue
+
+from mlconv.dialects import tflite
+from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.errors import BackendError
+from mlconv.frontends.tflite_importer import tflite_schema
+from mlconv.passes.tflite_op_versions import min_runtime, runtime_key, tflite_type
 
 RUNTIME_METADATA = "min_runtime_version"
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib
 
-from mlconv.dialects.core_base import CoreOp, constant_value
 from xdsl.ir import Dialect
+
+from mlconv.dialects.core_base import CoreOp, constant_value
 
 # Op families; a new family module is added here and nowhere else.
 FAMILIES = ("core_tensor", "core_elementwise", "core_nn")

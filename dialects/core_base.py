@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import jax
 import numpy as np
-from mlconv.dense import numpy_dtype, to_numpy
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -57,6 +56,8 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from mlconv.dense import numpy_dtype, to_numpy
 
 # ONNX and TF models compute shapes and indices in int64; semantics must see them unchanged.
 jax.config.update("jax_enable_x64", True)

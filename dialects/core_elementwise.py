@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from jax import lax
+
 from mlconv.dialects.core_base import BOOL, FLOAT, STR, CoreOp, core_op
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
 from mlconv.dialects.core_base import BOOL, FLOAT, INT, INTS, STR, CoreOp, core_op
 
 _PADDING = {

@@ -11,11 +11,12 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 import numpy as np
-from mlconv.dense import to_dense_attr, to_numpy
-from mlconv.dialects.core_base import BOOL, INT, STR, TYPE, CoreOp, core_op
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.irdl import attr_def, irdl_op_definition, result_def
 from xdsl.utils.exceptions import VerifyException
+
+from mlconv.dense import to_dense_attr, to_numpy
+from mlconv.dialects.core_base import BOOL, INT, STR, TYPE, CoreOp, core_op
 
 
 @irdl_op_definition

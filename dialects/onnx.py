@@ -33,7 +33,6 @@ from typing import Any, ClassVar
 import numpy as np
 import onnx
 import onnx.defs
-from mlconv.dense import to_numpy
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
@@ -70,6 +69,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from mlconv.dense import to_numpy
 
 _AttrType = onnx.defs.OpSchema.AttrType
 _Option = onnx.defs.OpSchema.FormalParameterOption

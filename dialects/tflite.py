@@ -25,7 +25,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mlconv.dense import to_numpy
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -52,6 +51,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
+
+from mlconv.dense import to_numpy
 
 SCHEMA: dict[str, Any] = json.loads((Path(__file__).parent / "tflite_schema.json").read_text())
 OPERATORS: dict[str, dict] = {op["name"]: op for op in SCHEMA["operators"]}

@@ -25,7 +25,6 @@ from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
-from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
@@ -55,6 +54,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
 
 # --- parameter encoding -------------------------------------------------------------------------
 

@@ -29,9 +29,6 @@ import onnx.external_data_helper
 import onnx.numpy_helper
 import onnx.shape_inference
 from google.protobuf.message import DecodeError
-from mlconv.dense import element_type, to_dense_attr
-from mlconv.dialects import onnx as onnx_dialect
-from mlconv.errors import FrontendError, MlconvError
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -51,6 +48,10 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.printer import Printer
+
+from mlconv.dense import element_type, to_dense_attr
+from mlconv.dialects import onnx as onnx_dialect
+from mlconv.errors import FrontendError, MlconvError
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNKNOWN = UnrankedTensorType(Float32Type())

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mlconv.errors import FrontendError
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -51,6 +50,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from mlconv.errors import FrontendError
 
 _CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 _DEFAULT_SIGNATURE = "serving_default"
@@ -189,8 +190,9 @@ def _io_names(fn, is_signature: bool) -> tuple[list[str], list[str]]:
 
 class _Translator:
     def __init__(self, tf, library: dict[str, Any]):
-        from mlconv.dialects import tf as tfd
         from tensorflow.core.framework import types_pb2
+
+        from mlconv.dialects import tf as tfd
 
         self.tf = tf
         self.tfd = tfd

@@ -18,11 +18,6 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-from mlconv.dense import element_type, to_dense_attr
-from mlconv.dialects import tflite
-from mlconv.dialects.quant import UniformQuantizedType
-from mlconv.errors import FrontendError
-from mlconv.passes.tflite_op_versions import known_version
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -38,6 +33,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
+
+from mlconv.dense import element_type, to_dense_attr
+from mlconv.dialects import tflite
+from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.errors import FrontendError
+from mlconv.passes.tflite_op_versions import known_version
 
 # TFLite TensorType -> numpy dtype of the stored values.
 NUMPY_DTYPES: dict[str, np.dtype] = {

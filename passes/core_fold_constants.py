@@ -17,17 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mlconv.dense import static_shape
-from mlconv.dialects.core_base import CoreOp, constant_value
-from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
-from mlconv.passes.core_infer_shapes import check_acyclic, infer_op, update_signature
-from mlconv.passes.core_semantics import evaluate
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+
+from mlconv.dense import static_shape
+from mlconv.dialects.core_base import CoreOp, constant_value
+from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
+from mlconv.passes.core_infer_shapes import check_acyclic, infer_op, update_signature
+from mlconv.passes.core_semantics import evaluate
 
 # Folding may grow data at most this much, beyond an absolute allowance.
 _MAX_GROWTH = 4

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlconv.dialects.core_base import CoreOp
-from mlconv.errors import OptionError, PassFailure
-from mlconv.passes.core_semantics import infer_result_types
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+
+from mlconv.dialects.core_base import CoreOp
+from mlconv.errors import OptionError, PassFailure
+from mlconv.passes.core_semantics import infer_result_types
 
 
 def check_acyclic(block: Block) -> None:

@@ -10,10 +10,11 @@ from typing import Any
 
 import jax
 import numpy as np
-from mlconv.dense import element_type, numpy_dtype
-from mlconv.dialects.core_base import CoreOp, constant_value
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import Attribute, SSAValue
+
+from mlconv.dense import element_type, numpy_dtype
+from mlconv.dialects.core_base import CoreOp, constant_value
 
 # Two stand-in sizes for dynamic dims: a result dim that differs between the two abstract
 # evaluations depends on a dynamic dim and stays dynamic.

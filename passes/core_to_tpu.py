@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
 from mlconv.dialects import tpu
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import PassFailure
 from mlconv.passes.core_semantics import StaticOperandMissing, static_types, trace
 from mlconv.passes.jaxpr_to_tpu import JaxprEmitter, aval_type
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 
 
 def input_name(function: func.FuncOp, index: int) -> str:

@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from mlconv.dense import element_type
-from mlconv.dialects import tpu
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
+
+from mlconv.dense import element_type
+from mlconv.dialects import tpu
 
 
 def aval_type(aval: Any) -> TensorType:

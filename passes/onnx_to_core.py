@@ -16,15 +16,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import onnx
-from mlconv.dialects import onnx as onnx_dialect
-from mlconv.errors import PassFailure, describe_location
-from mlconv.passes.onnx_patterns import load_patterns
-from mlconv.passes.onnx_patterns.builder import CoreBuilder
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+
+from mlconv.dialects import onnx as onnx_dialect
+from mlconv.errors import PassFailure, describe_location
+from mlconv.passes.onnx_patterns import load_patterns
+from mlconv.passes.onnx_patterns.builder import CoreBuilder
 
 
 def default_opset(module: ModuleOp) -> int:

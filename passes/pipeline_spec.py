@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 
-from mlconv.errors import OptionError
-from mlconv.passes import PASSES, PIPELINES, get_pass
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
+
+from mlconv.errors import OptionError
+from mlconv.passes import PASSES, PIPELINES, get_pass
 
 _ANCHOR = "builtin.module("
 

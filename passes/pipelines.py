@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
-from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-from mlconv.passes.core_to_tpu import CoreToTpuPass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+
+from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
+from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+from mlconv.passes.core_to_tpu import CoreToTpuPass
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlconv.dialects.tflite import TFLiteOperation
-from mlconv.errors import OptionError, PassFailure
-from mlconv.passes.tflite_op_versions import min_runtime, runtime_key
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NameLoc
 from xdsl.passes import ModulePass
+
+from mlconv.dialects.tflite import TFLiteOperation
+from mlconv.errors import OptionError, PassFailure
+from mlconv.passes.tflite_op_versions import min_runtime, runtime_key
 
 
 def _where(op: TFLiteOperation) -> str:

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mlconv.dialects.quant import UniformQuantizedType
-from mlconv.dialects.tflite import TFLiteOperation
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -34,6 +32,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
+
+from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.dialects.tflite import TFLiteOperation
 
 # -- runtime versions (runtime_version.cc): operator -> runtime of version 1, 2, ... -----------
 _R: dict[str, tuple[str | None, ...]] = {

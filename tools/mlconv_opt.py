@@ -18,6 +18,14 @@ import sys
 from dataclasses import dataclass, field
 from io import StringIO
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError
+
 from mlconv.errors import MlconvError, OptionError
 from mlconv.tools.cli import (
     ToolArgumentParser,
@@ -26,13 +34,6 @@ from mlconv.tools.cli import (
     format_parse_error,
     run_tool,
 )
-from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr, UnknownLoc
-from xdsl.ir import Operation
-from xdsl.parser import Parser
-from xdsl.passes import ModulePass
-from xdsl.printer import Printer
-from xdsl.utils.exceptions import ParseError
 
 PROG = "mlconv-opt"
 SPLIT_MARKER = "// -----"

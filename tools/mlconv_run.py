@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 import numpy as np
+
 from mlconv.errors import MlconvError, OptionError
 from mlconv.tools.cli import ToolArgumentParser, ToolFailure, render, run_tool, temporary_path_for
 
@@ -65,10 +66,11 @@ def _names_from_onnx(path: str) -> tuple[list[str], list[str]] | None:
 
 
 def _names_from_mlir(path: str) -> tuple[list[str], list[str]] | None:
-    from mlconv.dialects import make_context
     from xdsl.dialects.builtin import DictionaryAttr, StringAttr
     from xdsl.dialects.func import FuncOp
     from xdsl.parser import Parser
+
+    from mlconv.dialects import make_context
 
     try:
         with open(path, encoding="utf-8") as f:

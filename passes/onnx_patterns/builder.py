@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import Float32Type, TensorType, UnrankedTensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
 from mlconv.dense import numpy_dtype
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import PassFailure
 from mlconv.passes.core_semantics import infer_result_types
-from xdsl.dialects.builtin import Float32Type, TensorType, UnrankedTensorType
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
 
 
 class CoreBuilder:

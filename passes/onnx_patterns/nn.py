@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering

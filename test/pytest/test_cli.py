@@ -263,11 +263,12 @@ def test_opt_pass_failure_is_located(monkeypatch, capsys, tmp_path: Path) -> Non
     """A PassFailure raised at an op is reported at the line the op was parsed from."""
     from dataclasses import dataclass
 
+    from xdsl.dialects import arith
+    from xdsl.passes import ModulePass
+
     from mlconv import passes
     from mlconv.errors import PassFailure
     from mlconv.tools import mlconv_opt
-    from xdsl.dialects import arith
-    from xdsl.passes import ModulePass
 
     @dataclass(frozen=True)
     class FailingPass(ModulePass):

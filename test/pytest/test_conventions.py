@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from mlconv.dialects import DIALECTS
 from mlconv.passes import PASSES, PIPELINES
 

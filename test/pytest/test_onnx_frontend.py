@@ -13,14 +13,15 @@ import numpy as np
 import onnx
 import onnx.defs
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, i64
+from xdsl.parser import Parser
+
 from mlconv.dense import to_numpy
 from mlconv.dialects import make_context
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.errors import FrontendError
 from mlconv.frontends.onnx_importer import import_onnx, print_module
-from onnx import TensorProto, helper, numpy_helper
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, i64
-from xdsl.parser import Parser
 
 LIGHT = sorted(
     glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light/*.onnx"))

@@ -12,13 +12,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, NameLoc  # noqa: E402
+from xdsl.parser import Parser  # noqa: E402
+from xdsl.printer import Printer  # noqa: E402
+
 from mlconv.dense import to_numpy  # noqa: E402
 from mlconv.dialects import make_context  # noqa: E402
 from mlconv.errors import FrontendError  # noqa: E402
 from mlconv.frontends.tf_importer import import_tf  # noqa: E402
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, NameLoc  # noqa: E402
-from xdsl.parser import Parser  # noqa: E402
-from xdsl.printer import Printer  # noqa: E402
 
 
 def _cnn() -> keras.Model:

@@ -173,6 +173,7 @@ def test_truncated_file(models, tmp_path):
 
 def test_unknown_version(models, tmp_path):
     import flatbuffers
+
     from mlconv.frontends.tflite_importer import tflite_schema
 
     schema = tflite_schema()
