@@ -1,0 +1,168 @@
+"""Run the ONNX backend node test cases through mlconv and report what passes.
+
+    python -m mlconv.tools.onnx_conformance [-k REGEX] [-j JOBS] [--json OUT.json] [-v]
+
+Each case (`onnx.backend.test.case.node.collect_testcases()`: a model plus input/output data
+sets and its own rtol/atol) is compiled with `mlconv.compile(model, device="cpu")` (import,
+onnx-to-core, core-to-tpu, one jax.jit) and every data set is compared with the expected
+outputs: same shape, same dtype, values within the case's tolerances (NaNs equal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import re
+import sys
+import time
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class CaseResult:
+    name: str
+    op_type: str
+    status: str  # "pass", "fail" (wrong numbers), "error" (refused/crashed)
+    message: str
+    seconds: float
+
+
+def collect_cases(pattern: str | None = None) -> list[Any]:
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases()
+    if pattern:
+        regex = re.compile(pattern)
+        cases = [c for c in cases if regex.search(c.name)]
+    return cases
+
+
+def case_op_type(case: Any) -> str:
+    """The op type the case tests: its model's last node's type for plain cases."""
+    nodes = case.model.graph.node
+    return nodes[-1].op_type if len(nodes) == 1 else (nodes[-1].op_type if nodes else "?")
+
+
+def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float) -> str | None:
+    expected = np.asarray(expected)
+    actual = np.asarray(actual)
+    if expected.shape != actual.shape:
+        return f"shape {actual.shape} != expected {expected.shape}"
+    if expected.dtype != actual.dtype:
+        return f"dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind in "fc":
+        ok = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        ok = actual == expected
+    if not np.all(ok):
+        bad = int(np.size(ok) - np.count_nonzero(ok))
+        if expected.dtype.kind in "fc":
+            diff = np.nanmax(np.abs(actual.astype(np.float64) - expected.astype(np.float64)))
+            return f"{bad}/{np.size(ok)} values differ (max abs diff {diff:.3g})"
+        return f"{bad}/{np.size(ok)} values differ"
+    return None
+
+
+def run_case(case: Any) -> CaseResult:
+    import mlconv
+    from mlconv.errors import MlconvError
+
+    start = time.perf_counter()
+    op_type = case_op_type(case)
+
+    def result(status: str, message: str) -> CaseResult:
+        return CaseResult(case.name, op_type, status, message, time.perf_counter() - start)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = mlconv.compile(case.model, device="cpu")
+            for inputs, outputs in case.data_sets:
+                got = run(*inputs)
+                if len(got) != len(outputs):
+                    return result("fail", f"{len(got)} outputs, expected {len(outputs)}")
+                for index, (expected, actual) in enumerate(zip(outputs, got, strict=True)):
+                    problem = compare(expected, actual, case.rtol, case.atol)
+                    if problem:
+                        return result("fail", f"output {index}: {problem}")
+    except MlconvError as error:
+        return result("error", str(error).splitlines()[0][:300])
+    except Exception as error:  # a crash is a result too: the scoreboard lists it
+        text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        return result("error", text)
+    return result("pass", "")
+
+
+def _worker(indices: list[int], pattern: str | None, queue: Any) -> None:
+    cases = collect_cases(pattern)
+    for index in indices:
+        queue.put(asdict(run_case(cases[index])))
+    queue.put(None)
+
+
+def run_all(pattern: str | None = None, jobs: int = 1, verbose: bool = False) -> list[CaseResult]:
+    """Run every matching case in `jobs` processes (each collects the cases itself)."""
+    cases = collect_cases(pattern)
+    if jobs <= 1:
+        results = []
+        for case in cases:
+            results.append(run_case(case))
+            if verbose:
+                _print(results[-1])
+        return results
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    shards = [list(range(i, len(cases), jobs)) for i in range(jobs)]
+    workers = [context.Process(target=_worker, args=(shard, pattern, queue)) for shard in shards]
+    for worker in workers:
+        worker.start()
+    results, done = [], 0
+    while done < len(workers):
+        item = queue.get()
+        if item is None:
+            done += 1
+            continue
+        results.append(CaseResult(**item))
+        if verbose:
+            _print(results[-1])
+    for worker in workers:
+        worker.join()
+    return sorted(results, key=lambda r: r.name)
+
+
+def _print(result: CaseResult) -> None:
+    line = f"{result.status:5} {result.name} ({result.seconds:.2f}s)"
+    print(line + (f": {result.message}" if result.message else ""), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", dest="pattern", help="regex on case names")
+    parser.add_argument("-j", dest="jobs", type=int, default=1)
+    parser.add_argument("--json", dest="json_path")
+    parser.add_argument("-v", dest="verbose", action="store_true")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    results = run_all(args.pattern, args.jobs, args.verbose)
+    counts = Counter(r.status for r in results)
+    if args.json_path:
+        with open(args.json_path, "w") as stream:
+            json.dump([asdict(r) for r in results], stream, indent=0)
+    print(
+        f"{counts['pass']} passed, {counts['fail'] + counts['error']} failed "
+        f"({counts['fail']} wrong results, {counts['error']} errors) of {len(results)} "
+        f"in {time.perf_counter() - start:.0f}s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
