@@ -71,6 +71,13 @@ def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float) 
     return None
 
 
+def as_array(value: Any) -> Any:
+    """Some cases (Cast's, whose types numpy cannot hold) store their data as TensorProtos."""
+    from onnx import TensorProto, numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, TensorProto) else value
+
+
 def run_case(case: Any) -> CaseResult:
     import mlconv
     from mlconv.errors import MlconvError
@@ -86,6 +93,7 @@ def run_case(case: Any) -> CaseResult:
             warnings.simplefilter("ignore")
             run = mlconv.compile(case.model, device="cpu")
             for inputs, outputs in case.data_sets:
+                inputs, outputs = [as_array(v) for v in inputs], [as_array(v) for v in outputs]
                 got = run(*inputs)
                 if len(got) != len(outputs):
                     return result("fail", f"{len(got)} outputs, expected {len(outputs)}")
