@@ -58,6 +58,8 @@ def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float) 
         return f"shape {actual.shape} != expected {expected.shape}"
     if expected.dtype != actual.dtype:
         return f"dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind == "V":  # ml_dtypes floats (bfloat16, ...): compare as float32
+        expected, actual = expected.astype(np.float32), actual.astype(np.float32)
     if expected.dtype.kind in "fc":
         ok = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
     else:
