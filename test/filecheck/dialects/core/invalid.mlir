@@ -1,0 +1,72 @@
+// Verifier messages of the core dialect (dialects/core_*.py).
+// RUN: mlconv-opt %s --split-input-file --verify-diagnostics
+
+func.func @missing_required_attribute(%a: tensor<1x2xf32>, %b: tensor<1x3xf32>) -> tensor<1x5xf32> {
+  // expected-error @+1 {{'core.Concat' op missing required attribute 'axis'}}
+  %y = "core.Concat"(%a, %b) : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
+  func.return %y : tensor<1x5xf32>
+}
+
+// -----
+
+func.func @missing_required_ints(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  // expected-error @+1 {{'core.MaxPool' op missing required attribute 'kernel'}}
+  %y = "core.MaxPool"(%x) {strides = array<i64: 2, 2>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  func.return %y : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+func.func @float_ints_attribute(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'core.Convolution' op attribute 'strides' must be an array of integers}}
+  %y = "core.Convolution"(%x, %w) {strides = array<f64: 1.0, 1.0>, pads_begin = array<i64: 1, 1>, pads_end = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  func.return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @constant_type_mismatch() -> tensor<3xi32> {
+  // expected-error @+1 {{'core.Constant' op value type must equal the result type}}
+  %c = core.Constant {value = dense<[1, 2, 3]> : tensor<3xi64>} : tensor<3xi32>
+  func.return %c : tensor<3xi32>
+}
+
+// -----
+
+func.func @constant_shape_mismatch() -> tensor<2x2xf32> {
+  // expected-error @+1 {{'core.Constant' op value type must equal the result type}}
+  %c = core.Constant {value = dense<1.0> : tensor<4xf32>} : tensor<2x2xf32>
+  func.return %c : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @constant_without_value() -> tensor<2xf32> {
+  // expected-error @+1 {{'core.Constant' op attribute 'value' expected in operation 'core.Constant'}}
+  %c = "core.Constant"() : () -> tensor<2xf32>
+  func.return %c : tensor<2xf32>
+}
+
+// -----
+
+func.func @wrong_attribute_kind(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'core.Softmax' op "one" should be of base attribute integer}}
+  %y = "core.Softmax"(%x) {axis = "one"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @too_few_operands(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'core.Add' op Expected 2 operands, but got 1}}
+  %y = "core.Add"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @non_tensor_operand(%x: f32) -> tensor<f32> {
+  // expected-error @+1 {{'core.Relu' op operand 'arg' at position 0 does not verify: Unexpected attribute f32}}
+  %y = "core.Relu"(%x) : (f32) -> tensor<f32>
+  func.return %y : tensor<f32>
+}
