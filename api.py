@@ -90,11 +90,10 @@ def framework_dialects(module: ModuleOp) -> list[str]:
     return [dialect for dialect in TO_CORE if dialect in found]
 
 
-def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
-    """Lower a module of any framework dialect (or core) to tpu ops, in place."""
+def lower_to_core(module: ModuleOp) -> ModuleOp:
+    """Lower every framework dialect of the module to core, in place."""
     from mlconv.dialects import make_context
     from mlconv.passes import get_pass
-    from mlconv.passes.pipelines import CoreToTpuPipeline
 
     ctx = make_context()
     for dialect in framework_dialects(module):
@@ -102,7 +101,16 @@ def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
         if pass_class is None:
             raise OptionError(f"no {TO_CORE[dialect]} lowering is available")
         pass_class().apply(ctx, module)
-    CoreToTpuPipeline(input_shapes=input_shapes).apply(ctx, module)
+    return module
+
+
+def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
+    """Lower a module of any framework dialect (or core) to tpu ops, in place."""
+    from mlconv.dialects import make_context
+    from mlconv.passes.pipelines import CoreToTpuPipeline
+
+    lower_to_core(module)
+    CoreToTpuPipeline(input_shapes=input_shapes).apply(make_context(), module)
     return module
 
 
@@ -119,7 +127,15 @@ def compile(  # noqa: A001 - the API the design names
     `input_shapes` fixes dynamic input dims; other keywords go to the frontend (for a
     SavedModel: `signature`, `alias`, `function`)."""
     from mlconv.backends.jax_backend import compile_module
+    from mlconv.backends.specialize import SpecializingModule, needs_specialization
+    from mlconv.dialects import make_context
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import CoreToTpuPipeline
 
     module = load_model(model, **frontend_options)
-    lower_to_tpu(module, format_input_shapes(input_shapes))
+    lower_to_core(module)
+    CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(make_context(), module)
+    if needs_specialization(module):
+        return SpecializingModule(module, device)
+    CoreToTpuPipeline().apply(make_context(), module)
     return compile_module(module, device)

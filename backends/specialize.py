@@ -1,0 +1,134 @@
+"""Compile per call shape and per value of shape-determining inputs, as jax.jit retraces.
+
+The TPU needs static shapes. A model whose inputs have dynamic dims, or whose shape-like
+operands (Reshape's target, TopK's k, Slice's starts, ...) come from model inputs rather than
+constants, cannot be compiled once; `SpecializingModule` keeps the core-level module and, on each
+call, binds the actual input shapes and the values of the inputs that reach a static operand,
+lowers a copy to tpu ops and compiles it, caching one program per distinct key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mlconv.backends.jax_backend import CompiledModule, _find_main, _names, compile_module
+from mlconv.dense import element_type
+from mlconv.dialects.core_base import CoreOp
+from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
+from mlconv.errors import BackendError
+
+
+def value_inputs(main: func.FuncOp) -> list[int]:
+    """Indices of @main's arguments whose values reach a static operand (ShapeOf cuts the
+    chain: its result depends on the shape only)."""
+    reached: set[int] = set()
+    seen: set[SSAValue] = set()
+
+    def visit(value: SSAValue) -> None:
+        stack = [value]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if isinstance(current, BlockArgument):
+                if current.block is main.body.block:
+                    reached.add(current.index)
+                continue
+            owner = current.owner
+            if isinstance(owner, ShapeOfOp):
+                continue
+            stack.extend(owner.operands)
+
+    for op in main.body.walk():
+        if not isinstance(op, CoreOp):
+            continue
+        groups = op.operand_groups()
+        for spec, group in zip(op.OPERANDS, groups, strict=True):
+            if spec.lstrip("*?") in op.STATIC_OPERANDS:
+                for value in group:
+                    visit(value)
+    return sorted(reached)
+
+
+def _dynamic(main: func.FuncOp) -> bool:
+    return any(
+        not isinstance(a.type, TensorType) or any(d < 0 for d in a.type.get_shape())
+        for a in main.body.block.args
+    )
+
+
+def needs_specialization(module: ModuleOp) -> bool:
+    main = _find_main(module)
+    return _dynamic(main) or bool(value_inputs(main))
+
+
+class SpecializingModule:
+    """Callable like CompiledModule; compiles lazily per (input shapes, bound input values)."""
+
+    def __init__(self, module: ModuleOp, device: str | None = None):
+        self.module = module
+        self.device = device
+        main = _find_main(module)
+        args = main.body.block.args
+        self.input_names = _names(main.arg_attrs, len(args), "input")
+        self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
+        self.bound = value_inputs(main)
+        self._programs: dict[Any, CompiledModule] = {}
+
+    def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
+        if named:
+            if args:
+                raise BackendError("pass inputs either positionally or by name, not both")
+            args = tuple(named[n] for n in self.input_names)
+        if len(args) != len(self.input_names):
+            raise BackendError(f"expected {len(self.input_names)} inputs, got {len(args)}")
+        arrays = [np.asarray(a) for a in args]
+        key = (
+            tuple((a.shape, a.dtype.str) for a in arrays),
+            tuple(arrays[i].tobytes() for i in self.bound),
+        )
+        program = self._programs.get(key)
+        if program is None:
+            program = self._programs[key] = self._specialize(arrays)
+        return program(*arrays)
+
+    def _specialize(self, arrays: list[np.ndarray]) -> CompiledModule:
+        from mlconv.dialects import make_context
+        from mlconv.passes.core_infer_shapes import update_signature
+        from mlconv.passes.pipelines import CoreToTpuPipeline
+
+        module = self.module.clone()
+        main = _find_main(module)
+        block = main.body.block
+        for arg, array in zip(list(block.args), arrays, strict=True):
+            declared = arg.type
+            if isinstance(declared, TensorType) and len(declared.get_shape()) != array.ndim:
+                raise BackendError(
+                    f"input has rank {array.ndim}, the model expects {len(declared.get_shape())}"
+                )
+            element = declared.get_element_type() if isinstance(declared, TensorType) else element_type(array.dtype)
+            Rewriter.replace_value_with_new_type(arg, TensorType(element, list(array.shape)))
+        for index in self.bound:
+            arg = block.args[index]
+            constant = ConstantOp.from_numpy(arrays[index].astype(_dtype_of(arg)))
+            Rewriter.insert_op(constant, InsertPoint.at_start(block))
+            arg.replace_all_uses_with(constant.output)
+        update_signature(main)
+        main.function_type = func.FunctionType.from_lists(
+            [a.type for a in block.args], list(main.function_type.outputs)
+        )
+        CoreToTpuPipeline().apply(make_context(), module)
+        return compile_module(module, self.device)
+
+
+def _dtype_of(arg: SSAValue) -> np.dtype:
+    from mlconv.dense import numpy_dtype
+
+    return numpy_dtype(arg.type.get_element_type())
