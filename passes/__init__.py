@@ -34,6 +34,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # tflite
     "tflite-op-versions": _ours("tflite_op_versions", "TfliteOpVersionsPass"),
     "tflite-check-runtime": _ours("tflite_check_runtime", "TfliteCheckRuntimePass"),
+    "tflite-to-core": _ours("tflite_to_core", "TfliteToCorePass"),
+    "core-to-tflite": _ours("core_to_tflite", "CoreToTflitePass"),
 }
 
 PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {

@@ -1,0 +1,165 @@
+"""Shape, slicing, concatenation, padding, gathering and reductions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlconv.dialects import core
+from mlconv.passes.tflite_patterns import lowering
+
+
+def _reduction(op_class):
+    def pattern(op, b):
+        axes = b.static(op, 1).reshape(-1).astype(np.int64)
+        keep = bool(op.options()["keep_dims"])
+        return [b(op_class, b.x(op, 0), b.ints(list(axes)), keep_dims=keep)]
+
+    return pattern
+
+
+for _name, _class in {
+    "MEAN": core.ReduceMeanOp,
+    "SUM": core.ReduceSumOp,
+    "REDUCE_MAX": core.ReduceMaxOp,
+    "REDUCE_MIN": core.ReduceMinOp,
+    "REDUCE_PROD": core.ReduceProdOp,
+}.items():
+    lowering(_name)(_reduction(_class))
+
+
+@lowering("RESHAPE")
+def reshape(op, b):
+    if not b.absent(op, 1):
+        shape = b.static(op, 1).reshape(-1)
+    else:
+        shape = np.asarray(op.options()["new_shape"])
+    return [b.reshape(b.x(op, 0), [int(d) for d in shape])]
+
+
+@lowering("TRANSPOSE")
+def transpose(op, b):
+    return [b.transpose(b.x(op, 0), [int(p) for p in b.static(op, 1).reshape(-1)])]
+
+
+@lowering("SQUEEZE")
+def squeeze(op, b):
+    dims = list(op.options()["squeeze_dims"] or [])
+    if not dims:
+        return [b(core.SqueezeOp, b.x(op, 0))]
+    return [b(core.SqueezeOp, b.x(op, 0), b.ints(dims))]
+
+
+@lowering("EXPAND_DIMS")
+def expand_dims(op, b):
+    x = b.x(op, 0)
+    axis = int(b.static(op, 1).reshape(-1)[0])
+    if axis < 0:
+        axis += len(b.shape(x)) + 1
+    return [b(core.UnsqueezeOp, x, b.ints([axis]))]
+
+
+@lowering("CONCATENATION")
+def concatenation(op, b):
+    values = [b.x(op, i) for i in range(len(op.operands))]
+    return [b.fused(op, b(core.ConcatOp, values, axis=int(op.options()["axis"])))]
+
+
+@lowering("PACK")
+def pack(op, b):
+    axis = int(op.options()["axis"])
+    values = [b.x(op, i) for i in range(len(op.operands))]
+    if axis < 0:
+        axis += len(b.shape(values[0])) + 1
+    expanded = [b(core.UnsqueezeOp, v, b.ints([axis])) for v in values]
+    return [b(core.ConcatOp, expanded, axis=axis)]
+
+
+@lowering("GATHER")
+def gather(op, b):
+    o = op.options()
+    return [
+        b(
+            core.GatherOp,
+            b.x(op, 0),
+            b.x(op, 1),
+            b.ints(int(o["axis"])),
+            batch_dims=int(o["batch_dims"]),
+        )
+    ]
+
+
+def _take(b, x, axis: int, indices: np.ndarray):
+    return b(core.GatherOp, x, b.const(indices.astype(np.int64)), b.ints(axis))
+
+
+@lowering("SPLIT")
+def split(op, b):
+    x = b.x(op, 1)
+    shape = b.shape(x)
+    axis = int(b.static(op, 0).reshape(-1)[0]) % len(shape)
+    count = int(op.options()["num_splits"])
+    size = shape[axis] // count
+    return [_take(b, x, axis, np.arange(i * size, (i + 1) * size)) for i in range(count)]
+
+
+def _bits(mask: int, i: int) -> bool:
+    return bool((mask >> i) & 1)
+
+
+@lowering("STRIDED_SLICE")
+def strided_slice(op, b):
+    """A slice as one gather of the selected elements of the flattened input (static shapes):
+    numpy's indexing resolves begin/end/stride, the masks and the new/shrunk axes."""
+    o = op.options()
+    x = b.x(op, 0)
+    shape = b.shape(x)
+    begin, end, strides = (b.static(op, i).reshape(-1).astype(np.int64) for i in (1, 2, 3))
+    if o["ellipsis_mask"]:
+        raise b.fail("ellipsis_mask is not supported")
+    index = []
+    for i in range(len(begin)):
+        if _bits(o["new_axis_mask"], i):
+            index.append(np.newaxis)
+        elif _bits(o["shrink_axis_mask"], i):
+            index.append(int(begin[i]))
+        else:
+            start = None if _bits(o["begin_mask"], i) else int(begin[i])
+            stop = None if _bits(o["end_mask"], i) else int(end[i])
+            if o.get("offset") and stop is not None and start is not None:
+                stop = start + stop
+            index.append(slice(start, stop, int(strides[i])))
+    positions = np.arange(int(np.prod(shape))).reshape(shape)[tuple(index)]
+    out_shape = list(positions.shape)
+    flat = b.reshape(x, [-1])
+    picked = _take(b, flat, 0, positions.reshape(-1))
+    return [b.reshape(picked, out_shape)]
+
+
+def _pad(op, b, fill):
+    x = b.x(op, 0)
+    pads = b.static(op, 1).reshape(-1, 2).astype(np.int64)
+    for axis, (low, high) in enumerate(pads):
+        if low == 0 and high == 0:
+            continue
+        shape = list(b.shape(x))
+        parts = []
+        for count in (low, high):
+            shape[axis] = int(count)
+            if count:
+                value = b.const(np.zeros((), b.dtype(x))) if fill is None else fill
+                parts.append(b(core.BroadcastOp, value, b.ints(list(shape))))
+            else:
+                parts.append(None)
+        x = b(core.ConcatOp, [p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+    return [x]
+
+
+@lowering("PAD")
+def pad(op, b):
+    return _pad(op, b, None)
+
+
+@lowering("PADV2")
+def padv2(op, b):
+    fill = b.x(op, 2)
+    return _pad(op, b, None if fill is None else b.reshape(fill, []))
