@@ -21,7 +21,9 @@ def _class_name(op_name: str) -> str:
     return f"{op_name}Op"
 
 
-def _binary(op_name: str, version: int, fn: Callable[..., Any], doc: str, extra=None) -> type[CoreOp]:
+def _binary(
+    op_name: str, version: int, fn: Callable[..., Any], doc: str, extra=None
+) -> type[CoreOp]:
     attributes: dict[str, Any] = {"auto_broadcast": (STR, "numpy")}
     attributes.update(extra or {})
 
@@ -49,7 +51,9 @@ def _binary(op_name: str, version: int, fn: Callable[..., Any], doc: str, extra=
     return core_op(operands=("input_1", "input_2"), attributes=attributes)(spec)
 
 
-def _unary(op_name: str, version: int, fn: Callable[..., Any], doc: str, attributes=None) -> type[CoreOp]:
+def _unary(
+    op_name: str, version: int, fn: Callable[..., Any], doc: str, attributes=None
+) -> type[CoreOp]:
     spec = type(
         _class_name(op_name),
         (CoreOp,),
@@ -73,8 +77,8 @@ def _divide(a, b, *, m_pythondiv=True):
     if jnp.issubdtype(a.dtype, jnp.integer):
         if m_pythondiv:
             return jnp.floor_divide(a, b)
-        # C semantics (ONNX Div): the quotient truncated toward zero.
-        return lax.div(a, b)
+        # C semantics (ONNX Div): the quotient truncated toward zero. lax.div does not broadcast.
+        return lax.div(*jnp.broadcast_arrays(a, b))
     return jnp.divide(a, b)
 
 
@@ -141,6 +145,10 @@ def _softplus(x):
     return jnp.logaddexp(x, jnp.zeros_like(x))
 
 
+def _is_inf(x, *, detect_negative=True, detect_positive=True):
+    return (jnp.isneginf(x) & detect_negative) | (jnp.isposinf(x) & detect_positive)
+
+
 def _clamp(x, *, min, max):  # noqa: A002 - OpenVINO's attribute names
     if jnp.issubdtype(x.dtype, jnp.integer):
         lo, hi = jnp.ceil(min), jnp.floor(max)
@@ -180,7 +188,13 @@ UNARY = [
     _unary("SoftSign", 9, lambda x: x / (1 + jnp.abs(x)), "x / (1 + |x|)"),
     _unary("Mish", 4, lambda x: x * jnp.tanh(_softplus(x)), "x * tanh(softplus(x))"),
     _unary("IsNaN", 10, jnp.isnan, "True where x is NaN"),
-    _unary("IsInf", 10, jnp.isinf, "True where x is +-infinity"),
+    _unary(
+        "IsInf",
+        10,
+        _is_inf,
+        "True where x is +infinity (if `detect_positive`) or -infinity (if `detect_negative`)",
+        {"detect_negative": (BOOL, True), "detect_positive": (BOOL, True)},
+    ),
     _unary("IsFinite", 10, jnp.isfinite, "True where x is finite"),
     _unary(
         "Gelu",
@@ -206,6 +220,127 @@ UNARY = [
     ),
 ]
 
+
+def _shift_amount_in_range(x, shift):
+    """ONNX and OpenVINO define shifts by a negative amount or by >= the bit width (where XLA
+    and C differ): the result is what sign extension alone gives."""
+    return (shift >= 0) & (shift < jnp.iinfo(x.dtype).bits)
+
+
+@core_op(operands=("arg", "shift"), attributes={"auto_broadcast": (STR, "numpy")})
+class BitwiseLeftShiftOp(CoreOp):
+    """Elementwise `arg << shift`; bits past the top (sign bit included) are dropped, and a
+    negative or >= bit-width shift gives 0 (OpenVINO opset15 BitwiseLeftShift). Example:
+
+        %z = "core.BitwiseLeftShift"(%x, %s) : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+    """
+
+    name = "core.BitwiseLeftShift"
+    VERSION = 15
+
+    @staticmethod
+    def semantics(arg, shift, *, auto_broadcast="numpy"):
+        arg, shift = jnp.broadcast_arrays(arg, shift.astype(arg.dtype))
+        in_range = _shift_amount_in_range(arg, shift)
+        shifted = lax.shift_left(arg, jnp.where(in_range, shift, 0).astype(arg.dtype))
+        return jnp.where(in_range, shifted, jnp.zeros_like(arg))
+
+
+@core_op(operands=("arg", "shift"), attributes={"auto_broadcast": (STR, "numpy")})
+class BitwiseRightShiftOp(CoreOp):
+    """Elementwise `arg >> shift`, arithmetic (sign-extending) for signed types, logical for
+    unsigned; a negative or >= bit-width shift gives -1 for negative `arg`, else 0 (OpenVINO
+    opset15 BitwiseRightShift). Example:
+
+        %z = "core.BitwiseRightShift"(%x, %s) : (tensor<3xi8>, tensor<3xi8>) -> tensor<3xi8>
+    """
+
+    name = "core.BitwiseRightShift"
+    VERSION = 15
+
+    @staticmethod
+    def semantics(arg, shift, *, auto_broadcast="numpy"):
+        arg, shift = jnp.broadcast_arrays(arg, shift.astype(arg.dtype))
+        in_range = _shift_amount_in_range(arg, shift)
+        amount = jnp.where(in_range, shift, 0).astype(arg.dtype)
+        signed = jnp.issubdtype(arg.dtype, jnp.signedinteger)
+        shifted = (lax.shift_right_arithmetic if signed else lax.shift_right_logical)(arg, amount)
+        fill = jnp.where(arg < 0, -1, 0).astype(arg.dtype) if signed else jnp.zeros_like(arg)
+        return jnp.where(in_range, shifted, fill)
+
+
+@core_op(operands=("data", "alpha", "lambda_"))
+class SeluOp(CoreOp):
+    """Scaled exponential linear unit: `lambda * (x if x > 0 else alpha * (e^x - 1))`, with
+    `alpha` and `lambda` as (scalar) operands of the data's type (OpenVINO opset1 Selu). Example:
+
+        %y = "core.Selu"(%x, %alpha, %lambda) : (tensor<3xf32>, tensor<f32>, tensor<f32>) -> tensor<3xf32>
+    """
+
+    name = "core.Selu"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(data, alpha, lambda_):
+        negative = alpha.astype(data.dtype) * jnp.expm1(data)
+        return lambda_.astype(data.dtype) * jnp.where(data > 0, data, negative)
+
+
+@core_op(operands=("data", "alpha", "beta"))
+class HardSigmoidOp(CoreOp):
+    """`max(0, min(1, alpha * x + beta))`, `alpha` and `beta` scalar operands of the data's
+    type (OpenVINO opset1 HardSigmoid). Example:
+
+        %y = "core.HardSigmoid"(%x, %a, %b) : (tensor<3xf32>, tensor<f32>, tensor<f32>) -> tensor<3xf32>
+    """
+
+    name = "core.HardSigmoid"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(data, alpha, beta):
+        linear = alpha.astype(data.dtype) * data + beta.astype(data.dtype)
+        return jnp.clip(linear, jnp.zeros((), data.dtype), jnp.ones((), data.dtype))
+
+
+@core_op(operands=("data", "?beta"))
+class SwishOp(CoreOp):
+    """`x * sigmoid(beta * x)`, `beta` a scalar operand (1 when absent) (OpenVINO opset4
+    Swish). Example:
+
+        %y = "core.Swish"(%x, %beta) : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    """
+
+    name = "core.Swish"
+    VERSION = 4
+
+    @staticmethod
+    def semantics(data, beta=None):
+        scaled = data if beta is None else beta.astype(data.dtype) * data
+        return data * jax.nn.sigmoid(scaled)
+
+
+@core_op(operands=("data", "slope"))
+class PReluOp(CoreOp):
+    """`x if x >= 0 else slope * x` (OpenVINO opset1 PRelu). A 1-D `slope` whose length is the
+    channel count (dim 1) of a data of rank >= 2 applies per channel; any other slope
+    broadcasts numpy-style. Example:
+
+        %y = "core.PRelu"(%x, %s) : (tensor<1x3x4x4xf32>, tensor<3xf32>) -> tensor<1x3x4x4xf32>
+    """
+
+    name = "core.PRelu"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(data, slope):
+        if slope.ndim == 1 and data.ndim >= 2 and slope.shape[0] == data.shape[1] != 1:
+            slope = slope.reshape((-1,) + (1,) * (data.ndim - 2))
+        return jnp.where(data < 0, slope.astype(data.dtype) * data, data)
+
+
+OTHERS = [BitwiseLeftShiftOp, BitwiseRightShiftOp, SeluOp, HardSigmoidOp, SwishOp, PReluOp]
+
 globals().update({cls.__name__: cls for cls in [*BINARY, *UNARY]})
 
-OPS: list[type[CoreOp]] = [*BINARY, *UNARY]
+OPS: list[type[CoreOp]] = [*BINARY, *UNARY, *OTHERS]

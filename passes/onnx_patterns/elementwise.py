@@ -1,4 +1,10 @@
-"""Elementwise ONNX ops: arithmetic, comparison, logic, activations."""
+"""Elementwise ONNX ops: arithmetic, comparison, logic, casts.
+
+Ops with an OpenVINO counterpart map onto it 1:1 (tables below); the activations live in
+`activations.py`. Opset versions before 7 carried legacy broadcast attributes
+(`broadcast`, `axis`), made explicit by `legacy_broadcast`; `consumed_inputs` (opset 1) only
+described memory reuse and is ignored.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +18,9 @@ from mlconv.passes.onnx_patterns import lowering
 def legacy_broadcast(op, b, x, y):
     """Before opset 7, `broadcast=1` aligned B's dims with A's starting at `axis` (default: the
     trailing dims, as numpy does); make that explicit with an Unsqueeze."""
-    axis = op.onnx_attr("axis")
+    axis = b.attr(op, "axis")
     rank_x, rank_y = b.rank(x), b.rank(y)
-    if not op.onnx_attr("broadcast") or axis is None or rank_x is None or rank_y is None:
+    if not b.attr(op, "broadcast", 0) or axis is None or rank_x is None or rank_y is None:
         return y
     axis %= rank_x
     trailing = rank_x - axis - rank_y
@@ -23,8 +29,8 @@ def legacy_broadcast(op, b, x, y):
     return b(ct.UnsqueezeOp, y, b.ints(list(range(rank_y, rank_y + trailing))))
 
 
-# ONNX op -> (core op, since-versions). Before opset 7 the ops carried legacy broadcast
-# attributes, handled by `legacy_broadcast`.
+# ONNX op -> (core op, since-versions). Operands are taken by position: the slot names
+# changed across versions (Pow-1 has X and Y, later versions A and B).
 BINARY = {
     "Add": (ew.AddOp, (1, 6, 7, 13, 14)),
     "Sub": (ew.SubtractOp, (1, 6, 7, 13, 14)),
@@ -44,10 +50,10 @@ BINARY = {
 }
 
 
-def _binary(core_class):
+def _binary(core_class, **attributes):
     def pattern(op, b):
-        x, y = b.input(op, "A"), b.input(op, "B")
-        return [b(core_class, x, legacy_broadcast(op, b, x, y))]
+        x, y = op.operands
+        return [b(core_class, x, legacy_broadcast(op, b, x, y), **attributes)]
 
     return pattern
 
@@ -55,17 +61,29 @@ def _binary(core_class):
 for _name, (_core, _versions) in BINARY.items():
     lowering(_name, *_versions)(_binary(_core))
 
+# ONNX integer division truncates toward zero, as C does.
+lowering("Div", 1, 6, 7, 13, 14)(_binary(ew.DivideOp, m_pythondiv=False))
 
-@lowering("Div", 1, 6, 7, 13, 14)
-def div(op, b):
-    x, y = b.input(op, "A"), b.input(op, "B")
-    # ONNX integer division truncates toward zero, as C does.
-    return [b(ew.DivideOp, x, legacy_broadcast(op, b, x, y), m_pythondiv=False)]
+
+@lowering("Mod", 10, 13, 28)
+def mod(op, b):
+    # fmod=0: the remainder has the divisor's sign (Python's %); fmod=1: the dividend's (C's fmod).
+    core_class = ew.ModOp if b.attr(op, "fmod", 0) else ew.FloorModOp
+    return [b(core_class, *op.operands)]
+
+
+SHIFTS = {"LEFT": ew.BitwiseLeftShiftOp, "RIGHT": ew.BitwiseRightShiftOp}
+
+
+@lowering("BitShift", 11, 28)
+def bit_shift(op, b):
+    direction = b.attr(op, "direction")
+    if direction not in SHIFTS:
+        raise b.fail(f"BitShift direction must be LEFT or RIGHT, not {direction!r}")
+    return [b(SHIFTS[direction], *op.operands)]
 
 
 UNARY = {
-    "Relu": (ew.ReluOp, (1, 6, 13, 14)),
-    "Sigmoid": (ew.SigmoidOp, (1, 6, 13)),
     "Tanh": (ew.TanhOp, (1, 6, 13)),
     "Exp": (ew.ExpOp, (1, 6, 13)),
     "Log": (ew.LogOp, (1, 6, 13)),
@@ -74,25 +92,22 @@ UNARY = {
     "Neg": (ew.NegativeOp, (1, 6, 13)),
     "Floor": (ew.FloorOp, (1, 6, 13)),
     "Ceil": (ew.CeilingOp, (1, 6, 13)),
+    "Round": (ew.RoundOp, (11, 22)),  # ties to even, Round's default mode
     "Sign": (ew.SignOp, (9, 13)),
     "Erf": (ew.ErfOp, (9, 13)),
-    "Sin": (ew.SinOp, (7,)),
-    "Cos": (ew.CosOp, (7,)),
-    "Tan": (ew.TanOp, (7,)),
-    "Asin": (ew.AsinOp, (7,)),
-    "Acos": (ew.AcosOp, (7,)),
-    "Atan": (ew.AtanOp, (7,)),
-    "Sinh": (ew.SinhOp, (9,)),
-    "Cosh": (ew.CoshOp, (9,)),
-    "Asinh": (ew.AsinhOp, (9,)),
-    "Acosh": (ew.AcoshOp, (9,)),
-    "Atanh": (ew.AtanhOp, (9,)),
+    "Sin": (ew.SinOp, (7, 22)),
+    "Cos": (ew.CosOp, (7, 22)),
+    "Tan": (ew.TanOp, (7, 22)),
+    "Asin": (ew.AsinOp, (7, 22)),
+    "Acos": (ew.AcosOp, (7, 22)),
+    "Atan": (ew.AtanOp, (7, 22)),
+    "Sinh": (ew.SinhOp, (9, 22)),
+    "Cosh": (ew.CoshOp, (9, 22)),
+    "Asinh": (ew.AsinhOp, (9, 22)),
+    "Acosh": (ew.AcoshOp, (9, 22)),
+    "Atanh": (ew.AtanhOp, (9, 22)),
     "Not": (ew.LogicalNotOp, (1,)),
     "BitwiseNot": (ew.BitwiseNotOp, (18,)),
-    "Softplus": (ew.SoftPlusOp, (1, 22)),
-    "Softsign": (ew.SoftSignOp, (1, 22)),
-    "Mish": (ew.MishOp, (18, 22)),
-    "HardSwish": (ew.HSwishOp, (14, 22)),
     "IsNaN": (ew.IsNaNOp, (9, 13, 20)),
 }
 
@@ -106,6 +121,24 @@ def _unary(core_class):
 
 for _name, (_core, _versions) in UNARY.items():
     lowering(_name, *_versions)(_unary(_core))
+
+
+@lowering("Reciprocal", 1, 6, 13)
+def reciprocal(op, b):
+    x = op.operands[0]
+    return [b(ew.DivideOp, b.const(1, b.dtype(x)), x)]
+
+
+@lowering("IsInf", 10, 20)
+def is_inf(op, b):
+    return [
+        b(
+            ew.IsInfOp,
+            op.operands[0],
+            detect_negative=bool(b.attr(op, "detect_negative", 1)),
+            detect_positive=bool(b.attr(op, "detect_positive", 1)),
+        )
+    ]
 
 
 def _fold_variadic(core_class):
@@ -138,43 +171,28 @@ def where(op, b):
     return [b(ct.SelectOp, *op.operands)]
 
 
-@lowering("Clip", 1, 6, 11, 12, 13)
-def clip(op, b):
-    x = op.operands[0]
-    dtype = b.dtype(x)
-    if op.onnx_attr("min") is not None or op.onnx_attr("max") is not None or len(op.operands) == 1:
-        low = op.onnx_attr("min")
-        high = op.onnx_attr("max")
-        if low is None and high is None:
-            return [x]
-        low = -np.inf if low is None else low
-        high = np.inf if high is None else high
-        return [b(ew.ClampOp, x, min=low, max=high)]
+@lowering("Clip", 1, 6)
+def clip_with_attributes(op, b):
+    """Bounds as attributes; absent ones default to the float range (Clip-6's defaults)."""
+    float_max = float(np.finfo(np.float32).max)
+    low, high = b.attr(op, "min", -float_max), b.attr(op, "max", float_max)
+    return [b(ew.ClampOp, op.operands[0], min=low, max=high)]
+
+
+@lowering("Clip", 11, 12, 13)
+def clip_with_inputs(op, b):
+    """Bounds as optional inputs of the data's type (integers too, since Clip-12). Max is
+    applied last: when min > max, every element becomes max, as the ONNX reference computes."""
+    result = b.input(op, "input")
     low, high = b.input(op, "min"), b.input(op, "max")
-    result = x
     if low is not None:
         result = b(ew.MaximumOp, result, low)
     if high is not None:
         result = b(ew.MinimumOp, result, high)
-    del dtype
     return [result]
 
 
-@lowering("LeakyRelu", 1, 6, 16)
-def leaky_relu(op, b):
-    x = op.operands[0]
-    alpha = b.const(b.attr(op, "alpha", 0.01), b.dtype(x))
-    return [b(ct.SelectOp, b(ew.GreaterEqualOp, x, b.const(0, b.dtype(x))), x, b(ew.MultiplyOp, x, alpha))]
-
-
-@lowering("Elu", 1, 6, 22)
-def elu(op, b):
-    return [b(ew.EluOp, op.operands[0], alpha=b.attr(op, "alpha", 1.0))]
-
-
-@lowering("PRelu", 1, 6, 7, 9, 16)
-def prelu(op, b):
-    x, slope = op.operands
-    slope = legacy_broadcast(op, b, x, slope)
-    zero = b.const(0, b.dtype(x))
-    return [b(ct.SelectOp, b(ew.GreaterOp, x, zero), x, b(ew.MultiplyOp, x, slope))]
+@lowering("CastLike", 15, 19, 21, 23, 24, 25)
+def cast_like(op, b):
+    data, like = op.operands
+    return [b(ct.ConvertOp, data, destination_type=like.type.get_element_type())]
