@@ -121,6 +121,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             )
         else:
             pairs = [_parse_pair(parser)]
+        if not pairs:  # a parse error at the type, not an exception out of the parser
+            parser.raise_error("quant.uniform needs at least one scale")
         parser.parse_punctuation(">")
         return [
             storage,

@@ -1,0 +1,64 @@
+// Verifier messages of the tflite dialect (dialects/tflite.py).
+// RUN: mlconv-opt %s --split-input-file --verify-diagnostics
+
+func.func @version_zero(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{'tflite.SOFTMAX' op version must be at least 1, got 0}}
+  %y = "tflite.SOFTMAX"(%x) {beta = 1.0 : f32, version = 0 : i32} : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @missing_version(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{'tflite.SOFTMAX' op attribute 'version' expected in operation 'tflite.SOFTMAX'}}
+  %y = "tflite.SOFTMAX"(%x) {beta = 1.0 : f32} : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @unknown_enum_value(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32> {
+  // expected-error @+1 {{'tflite.CONV_2D' op padding must be one of SAME, VALID (the Padding enum)}}
+  %y = "tflite.CONV_2D"(%x, %w) {padding = "FULL", version = 1 : i32} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
+  func.return %y : tensor<1x8x8x4xf32>
+}
+
+// -----
+
+func.func @enum_not_a_string(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32> {
+  // expected-error @+1 {{'tflite.CONV_2D' op fused_activation_function must be one of}}
+  %y = "tflite.CONV_2D"(%x, %w) {fused_activation_function = 1 : i8, version = 1 : i32} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
+  func.return %y : tensor<1x8x8x4xf32>
+}
+
+// -----
+
+func.func @int_option_not_int(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32> {
+  // expected-error @+1 {{'tflite.CONV_2D' op stride_w must be an integer attribute}}
+  %y = "tflite.CONV_2D"(%x, %w) {stride_w = 1.0 : f32, version = 1 : i32} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
+  func.return %y : tensor<1x8x8x4xf32>
+}
+
+// -----
+
+func.func @float_option_not_float(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{'tflite.SOFTMAX' op beta must be a float attribute}}
+  %y = "tflite.SOFTMAX"(%x) {beta = 1 : i32, version = 1 : i32} : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @vector_option_not_array(%x: tensor<1x2x3xf32>) -> tensor<1x6xf32> {
+  // expected-error @+1 {{'tflite.RESHAPE' op new_shape must be a dense array}}
+  %y = "tflite.RESHAPE"(%x) {new_shape = [1 : i32, -1 : i32], version = 1 : i32} : (tensor<1x2x3xf32>) -> tensor<1x6xf32>
+  func.return %y : tensor<1x6xf32>
+}
+
+// -----
+
+func.func @const_shape_mismatch() -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tflite.CONST' op value and result must have the same shape}}
+  %c = "tflite.CONST"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<2x2xf32>
+  func.return %c : tensor<2x2xf32>
+}
