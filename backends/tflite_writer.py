@@ -1,6 +1,7 @@
 """Write a module of tflite-dialect ops back to a .tflite flatbuffer.
 
     write_tflite(module, "out.tflite")
+    export_tflite(module, "out.tflite")   # core or tflite dialect (mlconv-translate --export-tflite)
 
 `func.func @main` becomes subgraph 0: its arguments and results the model inputs and outputs
 (named by `mlconv.name`), each `tflite.CONST` a tensor with its own buffer (the attribute's
@@ -232,3 +233,23 @@ def write_tflite(module: ModuleOp, path: str | os.PathLike) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def export_tflite(module: ModuleOp, out_path: str | os.PathLike) -> None:
+    """Write a core- or tflite-dialect module as a .tflite file: core ops are lowered first
+    (core-infer-shapes, core-fold-constants, core-to-tflite), then every op gets the minimum
+    version it needs (tflite-op-versions)."""
+    from mlconv.dialects import make_context
+    from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass
+
+    ctx = make_context()
+    if any(op.name.startswith("core.") for op in module.walk()):
+        from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
+        from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+        from mlconv.passes.core_to_tflite import CoreToTflitePass
+
+        CoreInferShapesPass().apply(ctx, module)
+        CoreFoldConstantsPass().apply(ctx, module)
+        CoreToTflitePass().apply(ctx, module)
+    TfliteOpVersionsPass().apply(ctx, module)
+    write_tflite(module, out_path)
