@@ -1,0 +1,89 @@
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(core-fold-constants)' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(core-fold-constants{static-shape=true})' --split-input-file | filecheck %s --check-prefix=STATIC
+
+// Arithmetic on constants becomes constants; ops on inputs stay. (The constants that fed the
+// folded ops stay behind unused: core.Constant is not marked Pure, so dce keeps them too.)
+// CHECK-LABEL: func.func @arithmetic
+// CHECK-SAME:    (%[[X:.*]]: tensor<3xf32>)
+// CHECK-NOT:     core.Add
+// CHECK:         %[[C:.*]] = core.Constant {value = dense<[3.000000e+00, 5.000000e+00, 7.000000e+00]> : tensor<3xf32>} : tensor<3xf32>
+// CHECK-NEXT:    %[[Y:.*]] = "core.Multiply"(%[[X]], %[[C]]) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    func.return %[[Y]] : tensor<3xf32>
+func.func @arithmetic(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %a = core.Constant {value = dense<[1.0, 2.0, 3.0]> : tensor<3xf32>} : tensor<3xf32>
+  %b = core.Constant {value = dense<2.0> : tensor<f32>} : tensor<f32>
+  %m = "core.Multiply"(%a, %b) : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %one = core.Constant {value = dense<1.0> : tensor<f32>} : tensor<f32>
+  %s = "core.Add"(%m, %one) : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %y = "core.Multiply"(%x, %s) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
+
+// STATIC-LABEL: func.func @arithmetic
+// STATIC:         core.Constant {value = dense<[3.000000e+00, 5.000000e+00, 7.000000e+00]> : tensor<3xf32>}
+
+// -----
+
+// Integer and boolean results, and a reduction with its axes.
+// CHECK-LABEL: func.func @integers
+// CHECK-NOT:     core.ReduceProd
+// CHECK:         %[[C:.*]] = core.Constant {value = dense<24> : tensor<1xi64>} : tensor<1xi64>
+// CHECK-NOT:     core.Less
+// CHECK:         %[[B:.*]] = core.Constant {value = dense<[true, false]> : tensor<2xi1>} : tensor<2xi1>
+// CHECK-NEXT:    func.return %[[C]], %[[B]] : tensor<1xi64>, tensor<2xi1>
+func.func @integers() -> (tensor<1xi64>, tensor<2xi1>) {
+  %v = core.Constant {value = dense<[2, 3, 4]> : tensor<3xi64>} : tensor<3xi64>
+  %axes = core.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+  %p = "core.ReduceProd"(%v, %axes) {keep_dims = true} : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %a = core.Constant {value = dense<[1, 5]> : tensor<2xi64>} : tensor<2xi64>
+  %b = core.Constant {value = dense<[3, 3]> : tensor<2xi64>} : tensor<2xi64>
+  %l = "core.Less"(%a, %b) : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
+  func.return %p, %l : tensor<1xi64>, tensor<2xi1>
+}
+
+// -----
+
+// Flatten's shape subgraph (ShapeOf -> Gather -> Concat -> Reshape) starts at ShapeOf: kept by
+// default, so the function still works for any batch once the input is dynamic again; folded
+// into a constant target shape with static-shape=true.
+// CHECK-LABEL: func.func @shape_subgraph
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK:         %[[SHAPE:.*]] = "core.ShapeOf"(%[[X]]) : (tensor<2x3x4xf32>) -> tensor<3xi64>
+// CHECK:         %[[DIM:.*]] = "core.Gather"(%[[SHAPE]], %{{.*}}, %{{.*}})
+// CHECK:         %[[TARGET:.*]] = "core.Concat"(%[[DIM]], %{{.*}}) {axis = 0 : i64}
+// CHECK:         %[[R:.*]] = "core.Reshape"(%[[X]], %[[TARGET]]) : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+// CHECK:         func.return %[[R]] : tensor<?x?xf32>
+
+// STATIC-LABEL: func.func @shape_subgraph
+// STATIC-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>)
+// STATIC-SAME:    -> tensor<2x12xf32>
+// STATIC-NOT:     core.ShapeOf
+// STATIC:         core.Constant {value = dense<[2, 3, 4]> : tensor<3xi64>} : tensor<3xi64>
+// STATIC-NOT:     core.Gather
+// STATIC-NOT:     core.Concat
+// STATIC:         %[[TARGET:.*]] = core.Constant {value = dense<[2, -1]> : tensor<2xi64>} : tensor<2xi64>
+// STATIC-NEXT:    %[[R:.*]] = "core.Reshape"(%[[X]], %[[TARGET]]) : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<2x12xf32>
+// STATIC-NEXT:    func.return %[[R]] : tensor<2x12xf32>
+func.func @shape_subgraph(%x: tensor<2x3x4xf32>) -> tensor<?x?xf32> {
+  %shape = "core.ShapeOf"(%x) : (tensor<2x3x4xf32>) -> tensor<3xi64>
+  %i = core.Constant {value = dense<[0]> : tensor<1xi64>} : tensor<1xi64>
+  %axis = core.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %dim = "core.Gather"(%shape, %i, %axis) : (tensor<3xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1xi64>
+  %rest = core.Constant {value = dense<[-1]> : tensor<1xi64>} : tensor<1xi64>
+  %target = "core.Concat"(%dim, %rest) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r = "core.Reshape"(%x, %target) : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  func.return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// A ShapeOf of a dynamic tensor is not folded even with static-shape=true.
+// CHECK-LABEL: func.func @dynamic_shape
+// CHECK:         "core.ShapeOf"
+// STATIC-LABEL: func.func @dynamic_shape
+// STATIC:         %[[SHAPE:.*]] = "core.ShapeOf"(%{{.*}}) : (tensor<?x3xf32>) -> tensor<2xi64>
+// STATIC:         func.return %[[SHAPE]]
+func.func @dynamic_shape(%x: tensor<?x3xf32>) -> tensor<2xi64> {
+  %shape = "core.ShapeOf"(%x) : (tensor<?x3xf32>) -> tensor<2xi64>
+  func.return %shape : tensor<2xi64>
+}
