@@ -1,0 +1,169 @@
+"""Data-movement and shape TF ops: Const, Reshape, Squeeze, ExpandDims, Pad, ConcatV2, Pack,
+Transpose, reductions, ArgMax/ArgMin, Shape, Fill, Tile, GatherV2, StridedSlice, Slice.
+
+TF passes axes, shapes and pads as int32 or int64 tensors; core's static operands accept
+either, so they are passed through and only rewritten where their meaning differs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlconv.dense import to_numpy
+from mlconv.dialects import core_tensor as ct
+from mlconv.dialects import core_tf as ctf
+from mlconv.passes.tf_patterns import lowering
+
+
+@lowering("Const")
+def const(op, b):
+    return [b.const(to_numpy(op.attributes["value"]))]
+
+
+@lowering("Reshape")
+def reshape(op, b):
+    return [b(ct.ReshapeOp, b.input(op, 0), b.input(op, 1), special_zero=False)]
+
+
+@lowering("Squeeze")
+def squeeze(op, b):
+    axes = b.attr(op, "squeeze_dims", [])
+    return [b(ct.SqueezeOp, b.input(op, 0), b.ints(axes) if axes else None)]
+
+
+@lowering("ExpandDims")
+def expand_dims(op, b):
+    return [b(ct.UnsqueezeOp, b.input(op, 0), b.input(op, 1))]
+
+
+@lowering("Pad", "PadV2", "MirrorPad")
+def pad(op, b):
+    pairs = b.static(b.input(op, 1), "paddings").astype(np.int64).reshape(-1, 2)
+    value = b.input(op, 2) if op.name == "tf.PadV2" else None
+    mode = b.attr(op, "mode", "CONSTANT").lower() if op.name == "tf.MirrorPad" else "constant"
+    return [
+        b(ctf.PadOp, b.input(op, 0), b.ints(pairs[:, 0]), b.ints(pairs[:, 1]), value, pad_mode=mode)
+    ]
+
+
+@lowering("ConcatV2")
+def concat(op, b):
+    axis = int(b.static(b.input(op, 1), "the concat axis"))
+    return [b(ct.ConcatOp, b.inputs(op, 0), axis=axis)]
+
+
+@lowering("Pack")
+def pack(op, b):
+    values = b.inputs(op, 0)
+    rank = b.rank(values[0])
+    axis = b.attr(op, "axis", 0)
+    if axis < 0:
+        if rank is None:
+            raise b.fail("a negative axis needs the rank of the inputs")
+        axis += rank + 1
+    expanded = [b(ct.UnsqueezeOp, v, b.ints([axis])) for v in values]
+    return [b(ct.ConcatOp, expanded, axis=axis)]
+
+
+@lowering("Transpose")
+def transpose(op, b):
+    return [b(ct.TransposeOp, b.input(op, 0), b.input(op, 1))]
+
+
+REDUCTIONS = {
+    "Mean": ct.ReduceMeanOp,
+    "Sum": ct.ReduceSumOp,
+    "Max": ct.ReduceMaxOp,
+    "Min": ct.ReduceMinOp,
+    "Prod": ct.ReduceProdOp,
+    "All": ct.ReduceLogicalAndOp,
+    "Any": ct.ReduceLogicalOrOp,
+}
+
+
+@lowering(*REDUCTIONS)
+def reduction(op, b):
+    return [
+        b(
+            REDUCTIONS[op.name[3:]],
+            b.input(op, 0),
+            b.input(op, 1),
+            keep_dims=b.attr(op, "keep_dims", False),
+        )
+    ]
+
+
+@lowering("ArgMax", "ArgMin")
+def arg_max(op, b):
+    # OpenVINO has no ArgMax: TopK with k = 1, then drop the reduced axis.
+    axis = int(b.static(b.input(op, 1), "the reduction axis"))
+    _, indices = b(
+        ctf.TopKOp,
+        b.input(op, 0),
+        b.ints(1),
+        axis=axis,
+        mode="max" if op.name == "tf.ArgMax" else "min",
+        index_element_type=op.attr_or_default("output_type"),
+    )
+    return [b(ct.SqueezeOp, indices, b.ints([axis]))]
+
+
+@lowering("Shape")
+def shape(op, b):
+    return [b(ct.ShapeOfOp, b.input(op, 0), output_type=op.attr_or_default("out_type"))]
+
+
+@lowering("Fill")
+def fill(op, b):
+    return [b(ct.BroadcastOp, b.input(op, 1), b.input(op, 0))]
+
+
+@lowering("Tile")
+def tile(op, b):
+    return [b(ctf.TileOp, b.input(op, 0), b.input(op, 1))]
+
+
+@lowering("GatherV2")
+def gather(op, b):
+    return [
+        b(
+            ct.GatherOp,
+            b.input(op, 0),
+            b.input(op, 1),
+            b.input(op, 2),
+            batch_dims=b.attr(op, "batch_dims", 0),
+        )
+    ]
+
+
+def _bits(mask: int, count: int) -> list[int]:
+    return [(mask >> i) & 1 for i in range(count)]
+
+
+@lowering("StridedSlice")
+def strided_slice(op, b):
+    begin = b.input(op, 1)
+    count = b.static(begin, "begin").size
+    masks = {
+        name: _bits(b.attr(op, name, 0), count)
+        for name in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
+    }
+    return [b(ctf.StridedSliceOp, b.input(op, 0), begin, b.input(op, 2), b.input(op, 3), **masks)]
+
+
+@lowering("Slice")
+def slice_(op, b):
+    begin = b.static(b.input(op, 1), "begin").astype(np.int64).reshape(-1)
+    size = b.static(b.input(op, 2), "size").astype(np.int64).reshape(-1)
+    end = np.where(size < 0, 0, begin + size)
+    return [
+        b(
+            ctf.StridedSliceOp,
+            b.input(op, 0),
+            b.ints(begin),
+            b.ints(end),
+            b.ints([1] * begin.size),
+            begin_mask=[0] * begin.size,
+            end_mask=[int(s < 0) for s in size],
+        )
+    ]
