@@ -22,6 +22,8 @@ from mlconv.errors import FrontendError, OptionError
 
 # Framework dialect -> the pass that lowers it to core.
 TO_CORE = {"onnx": "onnx-to-core", "tf": "tf-to-core", "tflite": "tflite-to-core"}
+# Framework dialect -> its front phase, run before the lowering to core.
+FRONT_PHASE = {"onnx": ("onnx-normalize", "onnx-decompose")}
 
 
 def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
@@ -97,6 +99,8 @@ def lower_to_core(module: ModuleOp) -> ModuleOp:
 
     ctx = make_context()
     for dialect in framework_dialects(module):
+        for front in FRONT_PHASE.get(dialect, ()):
+            get_pass(front)().apply(ctx, module)
         pass_class = get_pass(TO_CORE[dialect])
         if pass_class is None:
             raise OptionError(f"no {TO_CORE[dialect]} lowering is available")

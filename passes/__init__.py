@@ -27,6 +27,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dce": _lazy("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
     # onnx
     "onnx-to-core": _ours("onnx_to_core", "OnnxToCorePass"),
+    "onnx-normalize": _ours("onnx_normalize", "OnnxNormalizePass"),
+    "onnx-decompose": _ours("onnx_decompose", "OnnxDecomposePass"),
     # core
     "core-infer-shapes": _ours("core_infer_shapes", "CoreInferShapesPass"),
     "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),

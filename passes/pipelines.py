@@ -35,13 +35,18 @@ class CoreToTpuPipeline(ModulePass):
 
 @dataclass(frozen=True)
 class OnnxToTpuPipeline(ModulePass):
-    """An ONNX model all the way to tpu ops: onnx-to-core, then core-to-tpu-pipeline."""
+    """An ONNX model all the way to tpu ops: the front phase (onnx-normalize, onnx-decompose),
+    onnx-to-core, then core-to-tpu-pipeline."""
 
     name = "onnx-to-tpu"
     input_shapes: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from mlconv.passes.onnx_decompose import OnnxDecomposePass
+        from mlconv.passes.onnx_normalize import OnnxNormalizePass
         from mlconv.passes.onnx_to_core import OnnxToCorePass
 
+        OnnxNormalizePass().apply(ctx, op)
+        OnnxDecomposePass().apply(ctx, op)
         OnnxToCorePass().apply(ctx, op)
         CoreToTpuPipeline(input_shapes=self.input_shapes).apply(ctx, op)

@@ -174,6 +174,8 @@ def where(op, b):
 @lowering("Clip", 1, 6)
 def clip_with_attributes(op, b):
     """Bounds as attributes; absent ones default to the float range (Clip-6's defaults)."""
+    if len(op.operands) > 1:  # onnx-normalize moved the bounds to inputs
+        return clip_with_inputs(op, b)
     float_max = float(np.finfo(np.float32).max)
     low, high = b.attr(op, "min", -float_max), b.attr(op, "max", float_max)
     return [b(ew.ClampOp, op.operands[0], min=low, max=high)]

@@ -43,6 +43,8 @@ def identity(op, b):
 
 @lowering("Reshape", 1)
 def reshape_v1(op, b):
+    if len(op.operands) > 1:  # onnx-normalize moved the shape to an input
+        return [b(ct.ReshapeOp, *op.operands, special_zero=True)]
     return [b(ct.ReshapeOp, op.operands[0], b.ints(op.onnx_attr("shape")), special_zero=True)]
 
 
