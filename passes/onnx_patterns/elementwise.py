@@ -8,6 +8,8 @@ described memory reuse and is ignored.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from mlconv.dialects import core_elementwise as ew
@@ -198,3 +200,40 @@ def clip_with_inputs(op, b):
 def cast_like(op, b):
     data, like = op.operands
     return [b(ct.ConvertOp, data, destination_type=like.type.get_element_type())]
+
+
+# Det has no OpenVINO op; for the small matrices models use, the Leibniz formula over
+# elements gathered from the last two axes composes it from core ops (n! products of n).
+DET_MAX_SIZE = 4
+
+
+def _permutation_sign(permutation: tuple[int, ...]) -> int:
+    inversions = sum(1 for i, p in enumerate(permutation) for q in permutation[i + 1 :] if p > q)
+    return -1 if inversions % 2 else 1
+
+
+@lowering("Det", 11, 22)
+def det(op, b):
+    x = op.operands[0]
+    shape = x.type.get_shape() if b.rank(x) is not None else ()
+    if len(shape) < 2 or shape[-1] != shape[-2] or not 0 < shape[-1] <= DET_MAX_SIZE:
+        raise b.fail(
+            f"Det is lowered for static square matrices up to {DET_MAX_SIZE}x{DET_MAX_SIZE}"
+        )
+    size, rank = shape[-1], len(shape)
+    rows = [b(ct.GatherOp, x, b.ints(i), b.ints(rank - 2)) for i in range(size)]
+    element = [
+        [b(ct.GatherOp, row, b.ints(j), b.ints(rank - 2)) for j in range(size)] for row in rows
+    ]
+    total = None
+    for permutation in itertools.permutations(range(size)):
+        term = element[0][permutation[0]]
+        for i in range(1, size):
+            term = b(ew.MultiplyOp, term, element[i][permutation[i]])
+        if total is None:
+            total = term
+        elif _permutation_sign(permutation) > 0:
+            total = b(ew.AddOp, total, term)
+        else:
+            total = b(ew.SubtractOp, total, term)
+    return [total]
