@@ -7,14 +7,15 @@ compile time folding weights, and a 100 MB model is not copied into the executab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import numpy as np
+from jax import lax
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
@@ -35,13 +36,13 @@ def pick_device(device: str | None) -> Any:
         raise BackendError(f"no {device} device is available to JAX on this machine") from None
 
 
-def _interpret(block: Block, constants: Sequence[Any], args: Sequence[Any]) -> list[Any]:
-    """Evaluate a region body under tracing: each op binds its primitive."""
+def _interpret(block: Block, constants: Mapping[Operation, Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluate a region body under tracing: each op binds its primitive; `constants` gives
+    each tpu.constant's (jit argument) value, nested bodies included."""
     env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))
-    constant_iter = iter(constants)
     for op in block.ops:
         if isinstance(op, tpu.ConstantOp):
-            env[op.output] = next(constant_iter)
+            env[op.output] = constants[op]
         elif isinstance(op, tpu.YieldOp):
             return [env[v] for v in op.values]
         elif isinstance(op, tpu.PrimitiveOp):
@@ -49,9 +50,59 @@ def _interpret(block: Block, constants: Sequence[Any], args: Sequence[Any]) -> l
             out = tpu.primitive(op.PRIMITIVE).bind(*inputs, **op.params())
             outputs = out if op.MULTIPLE_RESULTS else [out]
             env.update(zip(op.results, outputs, strict=True))
+        elif type(op) in _CONTROL:
+            outputs = _CONTROL[type(op)](op, constants, [env[v] for v in op.operands])
+            env.update(zip(op.results, outputs, strict=True))
         else:
             raise BackendError.at(op, "cannot run in a tpu.region")
     raise BackendError("tpu.region without tpu.yield")
+
+
+# --- control flow: bodies are interpreted inside the lax construct they came from -------------
+
+
+def _body(block: Block, constants: Mapping[Operation, Any]) -> Callable[..., list[Any]]:
+    return lambda *values: _interpret(block, constants, values)
+
+
+def _run_cond(op: tpu.CondOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
+    branches = [_body(region.block, constants) for region in op.branches]
+    return list(lax.switch(inputs[0], branches, *inputs[1:]))
+
+
+def _run_while(op: tpu.WhileOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
+    cond_n, body_n = op.cond_nconsts.value.data, op.body_nconsts.value.data
+    cond_consts, body_consts = inputs[:cond_n], inputs[cond_n : cond_n + body_n]
+    cond, body = _body(op.cond.block, constants), _body(op.body.block, constants)
+    return list(
+        lax.while_loop(
+            lambda carry: cond(*cond_consts, *carry)[0],
+            lambda carry: tuple(body(*body_consts, *carry)),
+            tuple(inputs[cond_n + body_n :]),
+        )
+    )
+
+
+def _run_scan(op: tpu.ScanOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
+    n_consts, n_carry = op.num_consts.value.data, op.num_carry.value.data
+    consts, carry, xs = inputs[:n_consts], inputs[n_consts : n_consts + n_carry], inputs[n_consts + n_carry :]
+    body = _body(op.body.block, constants)
+
+    def step(carry, slices):
+        out = body(*consts, *carry, *slices)
+        return tuple(out[:n_carry]), tuple(out[n_carry:])
+
+    final, stacked = lax.scan(
+        step, tuple(carry), tuple(xs), length=op.length.value.data, reverse=bool(op.reverse.value.data)
+    )
+    return [*final, *stacked]
+
+
+_CONTROL: dict[type, Callable[..., list[Any]]] = {
+    tpu.CondOp: _run_cond,
+    tpu.WhileOp: _run_while,
+    tpu.ScanOp: _run_scan,
+}
 
 
 class CompiledRegion:
@@ -60,14 +111,14 @@ class CompiledRegion:
     def __init__(self, region: tpu.RegionOp, device: Any):
         block = region.body.block
         self.device = device
-        self.constants = [
-            jax.device_put(to_numpy(op.value), device)
-            for op in block.ops
-            if isinstance(op, tpu.ConstantOp)
-        ]
+        # Constants of nested control-flow bodies are jit arguments too.
+        constant_ops = [op for op in region.body.walk() if isinstance(op, tpu.ConstantOp)]
+        self.constants = [jax.device_put(to_numpy(op.value), device) for op in constant_ops]
         self.input_dtypes = [numpy_dtype(a.type.get_element_type()) for a in block.args]
         self.input_shapes = [tuple(a.type.get_shape()) for a in block.args]
-        self._jitted = jax.jit(lambda constants, *args: _interpret(block, constants, args))
+        self._jitted = jax.jit(
+            lambda constants, *args: _interpret(block, dict(zip(constant_ops, constants, strict=True)), args)
+        )
 
     def __call__(self, *args: Any) -> list[Any]:
         placed = [jax.device_put(np.asarray(a, dtype=d), self.device) for a, d in zip(args, self.input_dtypes, strict=True)]

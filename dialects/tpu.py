@@ -50,6 +50,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_region_def,
     var_result_def,
 )
 from xdsl.traits import IsTerminator
@@ -197,6 +198,116 @@ class RegionOp(IRDLOperation):
             raise VerifyException("tpu.yield operand types must match the region result types")
 
 
+# --- control flow -------------------------------------------------------------------------------
+# The jax control-flow primitives, with their jaxpr parameters as regions. Each body is a
+# closed function of its block arguments (jax passes what a body uses as operands) and ends in
+# `tpu.yield`; the JAX backend runs them as lax.switch / lax.while_loop / lax.scan.
+
+
+def _check_body(op: IRDLOperation, region: Any, what: str, arg_types: list[Attribute]) -> None:
+    block = region.block
+    if [a.type for a in block.args] != arg_types:
+        raise VerifyException(f"{what} block argument types must match {op.name}'s operands")
+    if not isinstance(block.last_op, YieldOp):
+        raise VerifyException(f"{what} must end with tpu.yield")
+
+
+@irdl_op_definition
+class CondOp(IRDLOperation):
+    """`lax.switch`: runs branch `index` (clamped, an i32 scalar) on the other operands; every
+    branch takes all of them as block arguments and yields the results (jax `cond`).
+
+        %r = "tpu.cond"(%i, %x) ({
+        ^bb0(%a: tensor<2xf32>):
+          tpu.yield %a : tensor<2xf32>
+        }, {
+        ^bb0(%a: tensor<2xf32>):
+          %n = "tpu.neg"(%a) : (tensor<2xf32>) -> tensor<2xf32>
+          tpu.yield %n : tensor<2xf32>
+        }) : (tensor<i32>, tensor<2xf32>) -> tensor<2xf32>
+    """
+
+    name = "tpu.cond"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    branches = var_region_def("single_block")
+
+    def verify_(self) -> None:
+        operand_types = [v.type for v in self.inputs[1:]]
+        for index, region in enumerate(self.branches):
+            _check_body(self, region, f"branch {index}", operand_types)
+
+
+@irdl_op_definition
+class WhileOp(IRDLOperation):
+    """`lax.while_loop` (jax `while`): operands are the condition's constants
+    (`cond_nconsts`), the body's constants (`body_nconsts`), then the initial carry. The
+    `cond` region takes (cond constants, carry) and yields an i1 scalar; the `body` region
+    takes (body constants, carry) and yields the next carry. Results: the final carry.
+
+        %n = "tpu.while"(%limit, %zero) ({
+        ^bb0(%l: tensor<i64>, %c: tensor<i64>):
+          %p = "tpu.lt"(%c, %l) : (tensor<i64>, tensor<i64>) -> tensor<i1>
+          tpu.yield %p : tensor<i1>
+        }, {
+        ^bb0(%c: tensor<i64>):
+          %one = tpu.constant {value = dense<1> : tensor<i64>} : tensor<i64>
+          %s = "tpu.add"(%c, %one) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+          tpu.yield %s : tensor<i64>
+        }) {cond_nconsts = 1 : i64, body_nconsts = 0 : i64} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+    """
+
+    name = "tpu.while"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    cond = region_def("single_block")
+    body = region_def("single_block")
+    cond_nconsts = attr_def(IntegerAttr)
+    body_nconsts = attr_def(IntegerAttr)
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.inputs]
+        cond_n, body_n = self.cond_nconsts.value.data, self.body_nconsts.value.data
+        carry = types[cond_n + body_n :]
+        _check_body(self, self.cond, "cond", types[:cond_n] + carry)
+        _check_body(self, self.body, "body", types[cond_n : cond_n + body_n] + carry)
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """`lax.scan` (jax `scan`): operands are `num_consts` constants, `num_carry` initial
+    carry values, then the scanned arrays (sliced along axis 0, `length` steps, last to first
+    if `reverse`). The body takes (constants, carry, slices) and yields (carry, slices of the
+    stacked outputs). Results: the final carry, then the stacked outputs.
+
+        %s, %ys = "tpu.scan"(%s0, %xs) ({
+        ^bb0(%c: tensor<2xf32>, %x: tensor<2xf32>):
+          %n = "tpu.add"(%c, %x) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+          tpu.yield %n, %n : tensor<2xf32>, tensor<2xf32>
+        }) {length = 3 : i64, num_consts = 0 : i64, num_carry = 1 : i64, reverse = false}
+            : (tensor<2xf32>, tensor<3x2xf32>) -> (tensor<2xf32>, tensor<3x2xf32>)
+    """
+
+    name = "tpu.scan"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+    length = attr_def(IntegerAttr)
+    num_consts = attr_def(IntegerAttr)
+    num_carry = attr_def(IntegerAttr)
+    reverse = attr_def(IntegerAttr)
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.inputs]
+        fixed = self.num_consts.value.data + self.num_carry.value.data
+        slices = [TensorType(t.get_element_type(), t.get_shape()[1:]) for t in types[fixed:]]
+        _check_body(self, self.body, "body", types[:fixed] + slices)
+
+
+CONTROL_OPS = {"cond": CondOp, "while": WhileOp, "scan": ScanOp}
+"""jax control-flow primitive -> its structural tpu op."""
+
+
 # --- primitive ops ------------------------------------------------------------------------------
 
 # Primitives that never appear as tpu ops: calls are inlined, identities dropped, control flow
@@ -279,10 +390,16 @@ PRIMITIVE_OPS: dict[str, type[PrimitiveOp]] = {
 }
 globals().update({cls.__name__: cls for cls in PRIMITIVE_OPS.values()})
 
-TPU = Dialect("tpu", [ConstantOp, YieldOp, RegionOp, *PRIMITIVE_OPS.values()], [])
+TPU = Dialect(
+    "tpu", [ConstantOp, YieldOp, RegionOp, *CONTROL_OPS.values(), *PRIMITIVE_OPS.values()], []
+)
 
 __all__ = [
+    "CONTROL_OPS",
     "PRIMITIVE_OPS",
+    "CondOp",
+    "ScanOp",
+    "WhileOp",
     "TPU",
     "ConstantOp",
     "PrimitiveOp",

@@ -142,7 +142,8 @@ def trace(op: CoreOp) -> tuple[Any, list[SSAValue]]:
         if spec.lstrip("*?") in op.STATIC_OPERANDS
         for array in map(constant_value, group)
     )
-    key = (op.name, str(op.attributes), statics, structs)
+    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text.
+    key = (op.name, str(op.attributes), statics, structs, str(op) if op.regions else "")
     return _trace_cached(_Holder(key, fn), structs), dynamic
 
 

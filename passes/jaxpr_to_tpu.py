@@ -3,7 +3,9 @@
 A core op's `semantics` is traced with `jax.make_jaxpr` at the op's static operand shapes; each
 equation becomes the tpu op of its primitive, with the primitive's parameters as attributes.
 Nested calls (`jit`, `custom_jvp_call`, ...) are inlined, identities dropped, literals and
-closed-over constants become `tpu.constant`.
+closed-over constants become `tpu.constant`. The control-flow primitives `cond`, `while` and
+`scan` become `tpu.cond`, `tpu.while`, `tpu.scan`, their jaxpr parameters regions emitted by
+the same rules.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, TensorType, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from mlconv.dense import element_type
 from mlconv.dialects import tpu
@@ -63,6 +65,8 @@ class JaxprEmitter:
                 outputs = inputs[: len(eqn.outvars)]
             elif name in tpu.INLINED:
                 outputs = self._inline(eqn, inputs)
+            elif name in CONTROL_EMITTERS:
+                outputs = CONTROL_EMITTERS[name](self, eqn, inputs)
             else:
                 outputs = self._primitive(eqn, inputs)
             for var, value in zip(eqn.outvars, outputs, strict=True):
@@ -92,3 +96,53 @@ class JaxprEmitter:
             attributes=attributes,
         )
         return list(self._add(op).results)
+
+    # --- control flow: each jaxpr parameter becomes a region ----------------------------------
+    def region(self, closed_jaxpr: Any) -> Region:
+        """A region running `closed_jaxpr`: block arguments for its inputs, `tpu.yield` of its
+        outputs (its constants are emitted inside)."""
+        block = Block(arg_types=[aval_type(v.aval) for v in closed_jaxpr.jaxpr.invars])
+        inner = JaxprEmitter(block.add_op, self.location)
+        block.add_op(tpu.YieldOp.create(operands=inner.emit(closed_jaxpr, list(block.args))))
+        return Region(block)
+
+    def control(
+        self,
+        op_class: type[Operation],
+        eqn: Any,
+        inputs: list[SSAValue],
+        regions: list[Region],
+        **attributes: Any,
+    ) -> list[SSAValue]:
+        op = op_class.create(
+            operands=inputs,
+            result_types=[aval_type(var.aval) for var in eqn.outvars],
+            regions=regions,
+            attributes=attributes,
+        )
+        return list(self._add(op).results)
+
+
+def _emit_cond(emitter: JaxprEmitter, eqn: Any, inputs: list[SSAValue]) -> list[SSAValue]:
+    regions = [emitter.region(branch) for branch in eqn.params["branches"]]
+    return emitter.control(tpu.CondOp, eqn, inputs, regions)
+
+
+def _emit_while(emitter: JaxprEmitter, eqn: Any, inputs: list[SSAValue]) -> list[SSAValue]:
+    params = eqn.params
+    regions = [emitter.region(params["cond_jaxpr"]), emitter.region(params["body_jaxpr"])]
+    counts = {key: IntegerAttr(params[key], i64) for key in ("cond_nconsts", "body_nconsts")}
+    return emitter.control(tpu.WhileOp, eqn, inputs, regions, **counts)
+
+
+def _emit_scan(emitter: JaxprEmitter, eqn: Any, inputs: list[SSAValue]) -> list[SSAValue]:
+    params = eqn.params
+    counts = {key: IntegerAttr(params[key], i64) for key in ("length", "num_consts", "num_carry")}
+    reverse = BoolAttr.from_bool(bool(params["reverse"]))
+    return emitter.control(
+        tpu.ScanOp, eqn, inputs, [emitter.region(params["jaxpr"])], reverse=reverse, **counts
+    )
+
+
+CONTROL_EMITTERS = {"cond": _emit_cond, "while": _emit_while, "scan": _emit_scan}
+"""jax control-flow primitive -> how its structural tpu op is emitted."""
