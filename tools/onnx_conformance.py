@@ -1,11 +1,18 @@
 """Run the ONNX backend node test cases through mlconv and report what passes.
 
     python -m mlconv.tools.onnx_conformance [-k REGEX] [-j JOBS] [--json OUT.json] [-v]
+        [--write-expected test/pytest/onnx_conformance_expected.json]
 
 Each case (`onnx.backend.test.case.node.collect_testcases()`: a model plus input/output data
 sets and its own rtol/atol) is compiled with `mlconv.compile(model, device="cpu")` (import,
 onnx-to-core, core-to-tpu, one jax.jit) and every data set is compared with the expected
 outputs: same shape, same dtype, values within the case's tolerances (NaNs equal).
+
+`--write-expected` writes the table of cases mlconv cannot pass yet, grouped by cause
+(`classify`), that `test/pytest/test_onnx_conformance.py` holds the compiler to: every case
+outside it must pass, every case in it must still fail. Regenerate it after adding lowerings:
+
+    python -m mlconv.tools.onnx_conformance -j 2 --write-expected test/pytest/onnx_conformance_expected.json
 """
 
 from __future__ import annotations
@@ -111,6 +118,41 @@ def run_case(case: Any) -> CaseResult:
     return result("pass", "")
 
 
+# Why a case fails, first match wins: (regex on the case name or its message, cause). Causes
+# that are the ONNX feature, not a missing lowering, come first.
+CAUSES: list[tuple[str, str]] = [
+    (r"string tensors|STRING|_string|regex|strnorm|label_encoder", "string tensors"),
+    (r"FLOAT8|FLOAT4|INT4|UINT4|INT2|UINT2|float8|float4|_int4|_uint4|_int2|_uint2", "float8/float4/int4/int2 element types"),
+    (r"sequence|Sequence", "sequence types (incl. loop-carried sequences)"),
+    (r"optional|Optional", "optional types"),
+    (r"ai\.onnx\.preview\.training|_momentum|_adagrad|_adam|_gradient|training_dropout|training mode", "training-only ops"),
+    (r"ai\.onnx\.ml|_ai_onnx_ml", "ai.onnx.ml domain"),
+    (r"test_bernoulli|test_random|Random(Normal|Uniform)|Multinomial", "random outputs"),
+    (r"unsupported ONNX ops", "ops the onnx dialect does not define (other domains, newer opsets)"),
+    (r"no lowering to core", "no onnx-to-core lowering yet"),
+    (r"static operand .* is not a constant|must be a constant", "shapes/axes computed at run time (dynamic)"),
+    (r"dynamic|static leading dimension", "dynamic shapes"),
+]
+
+
+def classify(result: CaseResult) -> str:
+    """The cause of a failing case, for the expected-failure table."""
+    text = f"{result.name} {result.message}"
+    for pattern, cause in CAUSES:
+        if re.search(pattern, text):
+            return cause
+    return "wrong results" if result.status == "fail" else "lowering or backend errors"
+
+
+def expected_failures(results: list[CaseResult]) -> dict[str, list[str]]:
+    """cause -> sorted names of the cases that do not pass."""
+    table: dict[str, list[str]] = {}
+    for result in results:
+        if result.status != "pass":
+            table.setdefault(classify(result), []).append(result.name)
+    return {cause: sorted(names) for cause, names in sorted(table.items())}
+
+
 def _worker(indices: list[int], pattern: str | None, queue: Any) -> None:
     cases = collect_cases(pattern)
     for index in indices:
@@ -159,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", dest="jobs", type=int, default=1)
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("-v", dest="verbose", action="store_true")
+    parser.add_argument("--write-expected", dest="expected_path", help="write the expected-failure table")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     results = run_all(args.pattern, args.jobs, args.verbose)
@@ -166,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.json_path:
         with open(args.json_path, "w") as stream:
             json.dump([asdict(r) for r in results], stream, indent=0)
+    if args.expected_path:
+        if args.pattern:
+            parser.error("--write-expected needs the full run (no -k)")
+        with open(args.expected_path, "w") as stream:
+            json.dump(expected_failures(results), stream, indent=1)
+            stream.write("\n")
     print(
         f"{counts['pass']} passed, {counts['fail'] + counts['error']} failed "
         f"({counts['fail']} wrong results, {counts['error']} errors) of {len(results)} "
