@@ -122,15 +122,24 @@ def run_case(case: Any) -> CaseResult:
 # that are the ONNX feature, not a missing lowering, come first.
 CAUSES: list[tuple[str, str]] = [
     (r"string tensors|STRING|_string|regex|strnorm|label_encoder", "string tensors"),
-    (r"FLOAT8|FLOAT4|INT4|UINT4|INT2|UINT2|float8|float4|_int4|_uint4|_int2|_uint2", "float8/float4/int4/int2 element types"),
+    (
+        r"FLOAT8|FLOAT4|INT4|UINT4|INT2|UINT2|float8|float4|_int4|_uint4|_int2|_uint2",
+        "float8/float4/int4/int2 element types",
+    ),
     (r"sequence|Sequence", "sequence types (incl. loop-carried sequences)"),
     (r"optional|Optional", "optional types"),
-    (r"ai\.onnx\.preview\.training|_momentum|_adagrad|_adam|_gradient|training_dropout|training mode", "training-only ops"),
+    (
+        r"ai\.onnx\.preview\.training|_momentum|_adagrad|_adam|_gradient|training_dropout|training mode",
+        "training-only ops",
+    ),
     (r"ai\.onnx\.ml|_ai_onnx_ml", "ai.onnx.ml domain"),
     (r"test_bernoulli|test_random|Random(Normal|Uniform)|Multinomial", "random outputs"),
     (r"unsupported ONNX ops", "ops the onnx dialect does not define (other domains, newer opsets)"),
     (r"no lowering to core", "no onnx-to-core lowering yet"),
-    (r"static operand .* is not a constant|must be a constant", "shapes/axes computed at run time (dynamic)"),
+    (
+        r"static operand .* is not a constant|must be a constant",
+        "shapes/axes computed at run time (dynamic)",
+    ),
     (r"dynamic|static leading dimension", "dynamic shapes"),
 ]
 
@@ -201,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", dest="jobs", type=int, default=1)
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("-v", dest="verbose", action="store_true")
-    parser.add_argument("--write-expected", dest="expected_path", help="write the expected-failure table")
+    parser.add_argument(
+        "--write-expected", dest="expected_path", help="write the expected-failure table"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     results = run_all(args.pattern, args.jobs, args.verbose)
