@@ -486,16 +486,16 @@ def reduce(lo: _Lowering, op: CoreOp) -> None:
     x, axes = op.operands
     rank = len(_shape(x))
     keep = op.attribute_values()["keep_dims"]
-    p = lo.perm_of(x) if keep else None
-    p = p or _identity(rank)
+    p = (lo.perm_of(x) if keep else None) or _identity(rank)
     dims = sorted(p[int(a) % rank] for a in constant_value(axes).reshape(-1))
+    out_p = p if keep else _identity(len(_shape(op.results[0])))
     out = lo.emit(
         _REDUCE[op.name],
         [lo.get(x, _inverse(p)), lo.const(np.array(dims, np.int32))],
-        [lo.frame_type(op.results[0], p)],
+        [lo.frame_type(op.results[0], out_p)],
         keep_dims=bool(keep),
     )
-    lo.set(op.results[0], out.results[0], p)
+    lo.set(op.results[0], out.results[0], out_p)
 
 
 @lowering("core.Gather")
