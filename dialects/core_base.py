@@ -141,7 +141,10 @@ class CoreOp(IRDLOperation):
             [] if value is None else list(value) if isinstance(value, list | tuple) else [value]
             for value in operands
         ]
-        return cls.build(operands=operand_groups, result_types=list(result_types), attributes=encoded)
+        result_groups: list = list(result_types)
+        if cls.RESULTS and cls.RESULTS[0].startswith("*"):  # one variadic group: all results
+            result_groups = [result_groups]
+        return cls.build(operands=operand_groups, result_types=result_groups, attributes=encoded)
 
     # --- reading --------------------------------------------------------------------------------
     def attribute_values(self) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from mlconv.dialects.core_base import BOOL, INT, STR, TYPE, CoreOp, core_op
 class ConstantOp(CoreOp):
     """A tensor constant; its value is a dense attribute over raw bytes (OpenVINO Constant).
 
-        %w = core.Constant {value = dense<"0x0000803F..."> : tensor<64x3x7x7xf32>}
-               : tensor<64x3x7x7xf32>
+    %w = core.Constant {value = dense<"0x0000803F..."> : tensor<64x3x7x7xf32>}
+           : tensor<64x3x7x7xf32>
     """
 
     name = "core.Constant"
@@ -63,7 +63,9 @@ class ShapeOfOp(CoreOp):
         return jnp.asarray(np.array(arg.shape, dtype=output_type))
 
 
-def reshape_target(shape_in: tuple[int, ...], pattern: np.ndarray, special_zero: bool) -> tuple[int, ...]:
+def reshape_target(
+    shape_in: tuple[int, ...], pattern: np.ndarray, special_zero: bool
+) -> tuple[int, ...]:
     """OpenVINO Reshape's output shape: 0 copies the input dim when `special_zero`, -1 infers."""
     dims = [int(d) for d in np.asarray(pattern).reshape(-1)]
     out = [shape_in[i] if d == 0 and special_zero else d for i, d in enumerate(dims)]
@@ -117,8 +119,8 @@ class TransposeOp(CoreOp):
 class ConcatOp(CoreOp):
     """Join tensors along `axis` (negative counts from the end) (OpenVINO opset1 Concat).
 
-        %y = "core.Concat"(%a, %b) {axis = 1 : i64}
-               : (tensor<1x64x28x28xf32>, tensor<1x32x28x28xf32>) -> tensor<1x96x28x28xf32>
+    %y = "core.Concat"(%a, %b) {axis = 1 : i64}
+           : (tensor<1x64x28x28xf32>, tensor<1x32x28x28xf32>) -> tensor<1x96x28x28xf32>
     """
 
     name = "core.Concat"
@@ -176,7 +178,7 @@ def _normalized_axes(axes: np.ndarray | None, rank: int) -> list[int]:
 class SqueezeOp(CoreOp):
     """Remove dims of size 1: those in `axes`, or all of them without `axes` (OpenVINO opset1).
 
-        %y = "core.Squeeze"(%x, %axes) : (tensor<1x1000x1x1xf32>, tensor<2xi64>) -> tensor<1x1000xf32>
+    %y = "core.Squeeze"(%x, %axes) : (tensor<1x1000x1x1xf32>, tensor<2xi64>) -> tensor<1x1000xf32>
     """
 
     name = "core.Squeeze"
@@ -194,7 +196,7 @@ class SqueezeOp(CoreOp):
 class UnsqueezeOp(CoreOp):
     """Insert dims of size 1 at `axes` of the output (OpenVINO opset1 Unsqueeze).
 
-        %y = "core.Unsqueeze"(%x, %axes) : (tensor<64xf32>, tensor<2xi64>) -> tensor<64x1x1xf32>
+    %y = "core.Unsqueeze"(%x, %axes) : (tensor<64xf32>, tensor<2xi64>) -> tensor<64x1x1xf32>
     """
 
     name = "core.Unsqueeze"
@@ -257,7 +259,7 @@ class ConvertOp(CoreOp):
 class SelectOp(CoreOp):
     """Elementwise `cond ? then : else`, numpy broadcasting (OpenVINO opset1 Select).
 
-        %y = "core.Select"(%c, %a, %b) : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    %y = "core.Select"(%c, %a, %b) : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
     """
 
     name = "core.Select"
@@ -299,6 +301,33 @@ def _reduction(op_name: str, fn, doc: str) -> type[CoreOp]:
     )(spec)
 
 
+def _lowest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return False
+    return -np.inf if jnp.issubdtype(dtype, jnp.floating) else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return True
+    return np.inf if jnp.issubdtype(dtype, jnp.floating) else np.iinfo(dtype).max
+
+
+def _reduced_size(x, axis) -> int:
+    return int(np.prod([x.shape[a] for a in axis], dtype=np.int64))
+
+
+def _max(x, axis, keepdims):
+    # Over an empty set the maximum is the identity, the lowest value (ONNX's empty-set rule).
+    initial = _lowest(x.dtype) if _reduced_size(x, axis) == 0 else None
+    return jnp.max(x, axis=axis, keepdims=keepdims, initial=initial)
+
+
+def _min(x, axis, keepdims):
+    initial = _highest(x.dtype) if _reduced_size(x, axis) == 0 else None
+    return jnp.min(x, axis=axis, keepdims=keepdims, initial=initial)
+
+
 def _l1(x, axis, keepdims):
     return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
 
@@ -310,8 +339,8 @@ def _l2(x, axis, keepdims):
 REDUCTIONS = [
     _reduction("ReduceSum", jnp.sum, "Sum"),
     _reduction("ReduceMean", jnp.mean, "Arithmetic mean"),
-    _reduction("ReduceMax", jnp.max, "Maximum"),
-    _reduction("ReduceMin", jnp.min, "Minimum"),
+    _reduction("ReduceMax", _max, "Maximum"),
+    _reduction("ReduceMin", _min, "Minimum"),
     _reduction("ReduceProd", jnp.prod, "Product"),
     _reduction("ReduceL1", _l1, "Sum of absolute values"),
     _reduction("ReduceL2", _l2, "Euclidean norm"),

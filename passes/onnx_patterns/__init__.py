@@ -21,7 +21,7 @@ Pattern = Callable[..., list[Any]]
 
 PATTERNS: dict[tuple[str, int], Pattern] = {}
 
-FAMILIES = ("elementwise", "activations", "nn", "tensor", "control")
+FAMILIES = ("elementwise", "activations", "nn", "tensor", "control", "reduce", "indexing")
 
 
 def lowering(op_type: str, *since_versions: int) -> Callable[[Pattern], Pattern]:

@@ -1,10 +1,10 @@
-"""Tensor and shape ONNX ops: constants, reshapes, transposes, gathers, casts, reductions."""
+"""Tensor and shape ONNX ops: constants, reshapes, transposes, concats, squeezes, gathers, casts,
+Expand, Size. Reductions are in reduce.py, slicing/padding/scatter/... in indexing.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
 
@@ -137,35 +137,13 @@ def cast(op, b):
     return [b(ct.ConvertOp, op.operands[0], destination_type=target)]
 
 
-REDUCTIONS = {
-    "ReduceSum": (ct.ReduceSumOp, (1, 11), (13,)),
-    "ReduceMean": (ct.ReduceMeanOp, (1, 11, 13), (18,)),
-    "ReduceMax": (ct.ReduceMaxOp, (1, 11, 12, 13), (18, 20)),
-    "ReduceMin": (ct.ReduceMinOp, (1, 11, 12, 13), (18, 20)),
-    "ReduceProd": (ct.ReduceProdOp, (1, 11, 13), (18,)),
-    "ReduceL1": (ct.ReduceL1Op, (1, 11, 13), (18,)),
-    "ReduceL2": (ct.ReduceL2Op, (1, 11, 13), (18,)),
-}
+@lowering("Expand", 8, 13)
+def expand(op, b):
+    data, shape = op.operands
+    return [b(ct.BroadcastOp, data, shape, mode="bidirectional")]
 
 
-def _reduction(core_class):
-    def pattern(op, b):
-        x = op.operands[0]
-        axes = _axes(op, b)
-        keep_dims = bool(b.attr(op, "keepdims", 1))
-        if axes is None or (b.constant(axes) is not None and b.constant(axes).size == 0):
-            if b.attr(op, "noop_with_empty_axes", 0):
-                return [x]
-            rank = b.rank(x)
-            if rank is None:
-                raise b.fail("needs the rank of its input to reduce over all axes")
-            axes = b.ints(list(range(rank)))
-        return [b(core_class, x, axes, keep_dims=keep_dims)]
-
-    return pattern
-
-
-for _name, (_core, _attr_versions, _input_versions) in REDUCTIONS.items():
-    lowering(_name, *_attr_versions, *_input_versions)(_reduction(_core))
-
-_ = numpy_dtype
+@lowering("Size", 1, 13, 19, 21, 23, 24, 25)
+def size(op, b):
+    shape = b(ct.ShapeOfOp, op.operands[0])
+    return [b(ct.ReduceProdOp, shape, b.ints([0]), keep_dims=False)]

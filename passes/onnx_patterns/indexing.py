@@ -1,0 +1,297 @@
+"""Indexing and data-movement ONNX ops: Slice, Split, Pad, Tile, Range, OneHot, TopK, CumSum,
+Trilu, EyeLike, DepthToSpace/SpaceToDepth, ReverseSequence, Einsum, GatherElements/GatherND,
+ScatterND/ScatterElements, and the data-dependent NonZero, Compress and Unique.
+
+Old opsets carry shape-like values as attributes, new ones as inputs; inputs are passed through
+as they are (a model input reaching a static operand is bound per call by mlconv.compile).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import i64
+
+from mlconv.dialects import core_indexing as ci
+from mlconv.dialects import core_tensor as ct
+from mlconv.passes.onnx_patterns import lowering
+
+
+def _length(b, value) -> int:
+    """The static length of a 1-D shape-like input."""
+    shape = value.type.get_shape() if b.rank(value) == 1 else (-1,)
+    if shape[0] < 0:
+        raise b.fail("needs a 1-D shape-like input of static length")
+    return shape[0]
+
+
+@lowering("Slice", 1)
+def slice_v1(op, b):
+    starts, ends = op.onnx_attr("starts"), op.onnx_attr("ends")
+    axes = op.onnx_attr("axes")
+    return [
+        b(
+            ci.SliceOp,
+            op.operands[0],
+            b.ints(starts),
+            b.ints(ends),
+            b.ints([1] * len(starts)),
+            b.ints(axes) if axes is not None else None,
+        )
+    ]
+
+
+@lowering("Slice", 10, 11, 13)
+def slice_(op, b):
+    data, starts, ends = b.input(op, "data"), b.input(op, "starts"), b.input(op, "ends")
+    axes, steps = b.input(op, "axes"), b.input(op, "steps")
+    if steps is None:
+        steps = b.ints([1] * _length(b, starts))
+    return [b(ci.SliceOp, data, starts, ends, steps, axes)]
+
+
+@lowering("Split", 1, 2, 11, 13, 18)
+def split(op, b):
+    data = b.input(op, "input")
+    axis = b.attr(op, "axis", 0)
+    count = len(op.results)
+    lengths = op.onnx_attr("split") if "split" in op.attributes else b.input(op, "split")
+    if lengths is not None:
+        value = b.ints(lengths) if isinstance(lengths, list | tuple) else lengths
+        return b(ci.VariadicSplitOp, data, b.ints(axis), value, results=count)
+    rank = b.rank(data)
+    size = data.type.get_shape()[axis % rank] if rank else -1
+    if size < 0:
+        raise b.fail("an even split needs a static size of the split axis")
+    if size % count == 0:
+        return b(ci.SplitOp, data, b.ints(axis), num_splits=count, results=count)
+    # Opset 18's num_outputs: ceil-sized chunks, the last one smaller.
+    chunk = -(-size // count)
+    parts = [chunk] * (count - 1) + [size - chunk * (count - 1)]
+    return b(ci.VariadicSplitOp, data, b.ints(axis), b.ints(parts), results=count)
+
+
+_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+
+
+def _pad_mode(op, b) -> str:
+    mode = b.attr(op, "mode", "constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in _PAD_MODES:
+        raise b.fail(f"Pad mode '{mode}' is not supported")
+    return _PAD_MODES[mode]
+
+
+@lowering("Pad", 2)
+def pad_v2(op, b):
+    data = op.operands[0]
+    pads = list(op.onnx_attr("pads"))
+    half = len(pads) // 2
+    value = b.const(np.asarray(b.attr(op, "value", 0.0), b.dtype(data)))
+    return [
+        b(
+            ci.PadOp,
+            data,
+            b.ints(pads[:half]),
+            b.ints(pads[half:]),
+            value,
+            pad_mode=_pad_mode(op, b),
+        )
+    ]
+
+
+@lowering("Pad", 11, 13, 18, 19, 21, 23, 24, 25)
+def pad(op, b):
+    data, pads = b.input(op, "data"), b.input(op, "pads")
+    value = b.input(op, "constant_value") if "constant_value" in op.INPUTS else None
+    axes = b.input(op, "axes") if "axes" in op.INPUTS else None
+    half = _length(b, pads) // 2
+    pads = b(ct.ConvertOp, pads, destination_type=i64)
+    begins = b(ci.SliceOp, pads, b.ints([0]), b.ints([half]), b.ints([1]))
+    ends = b(ci.SliceOp, pads, b.ints([half]), b.ints([2 * half]), b.ints([1]))
+    if axes is not None:
+        # Pads of the listed axes only: scatter them into zeros of every axis.
+        rank = b.rank(data)
+        if rank is None:
+            raise b.fail("Pad with axes needs the rank of its input")
+        zeros = b.ints([0] * rank)
+        begins = b(ci.ScatterElementsUpdateOp, zeros, axes, begins, b.ints(0))
+        ends = b(ci.ScatterElementsUpdateOp, zeros, axes, ends, b.ints(0))
+    return [b(ci.PadOp, data, begins, ends, value, pad_mode=_pad_mode(op, b))]
+
+
+@lowering("Tile", 6, 13)
+def tile(op, b):
+    return [b(ci.TileOp, b.input(op, "input"), b.input(op, "repeats"))]
+
+
+@lowering("Range", 11)
+def range_(op, b):
+    start, limit, delta = op.operands
+    return [b(ci.RangeOp, start, limit, delta, output_type=start.type.get_element_type())]
+
+
+@lowering("OneHot", 9, 11)
+def one_hot(op, b):
+    indices, depth, values = op.operands
+    off = b(ct.GatherOp, values, b.ints(0), b.ints(0))
+    on = b(ct.GatherOp, values, b.ints(1), b.ints(0))
+    return [
+        b(
+            ci.OneHotOp,
+            indices,
+            depth,
+            on,
+            off,
+            axis=b.attr(op, "axis", -1),
+            negative_indices_mode="normalize",
+        )
+    ]
+
+
+@lowering("TopK", 1, 10, 11, 24)
+def top_k(op, b):
+    data = b.input(op, "X")
+    k = b.ints(b.attr(op, "k")) if "k" in op.attributes else b.input(op, "K")
+    rank = b.rank(data)
+    if rank is None:
+        raise b.fail("needs the rank of its input")
+    mode = "max" if b.attr(op, "largest", 1) else "min"
+    values, indices = b(
+        ci.TopKOp,
+        data,
+        k,
+        axis=b.attr(op, "axis", -1) % rank,
+        mode=mode,
+        sort="value",
+        index_element_type=i64,
+        stable=True,
+    )
+    return [values, indices]
+
+
+@lowering("CumSum", 11, 14)
+def cumsum(op, b):
+    x, axis = op.operands
+    exclusive, reverse = bool(b.attr(op, "exclusive", 0)), bool(b.attr(op, "reverse", 0))
+    return [b(ci.CumSumOp, x, axis, exclusive=exclusive, reverse=reverse)]
+
+
+@lowering("Trilu", 14)
+def trilu(op, b):
+    return [
+        b(ci.TriluOp, b.input(op, "input"), b.input(op, "k"), upper=bool(b.attr(op, "upper", 1)))
+    ]
+
+
+@lowering("EyeLike", 9, 22)
+def eye_like(op, b):
+    x = op.operands[0]
+    shape = x.type.get_shape() if b.rank(x) == 2 else (-1, -1)
+    if min(shape) < 0:
+        raise b.fail("needs a 2-D input of static shape")
+    dtype_code = b.attr(op, "dtype")
+    dtype = b.dtype(x) if dtype_code is None else onnx.helper.tensor_dtype_to_np_dtype(dtype_code)
+    return [b.const(np.eye(shape[0], shape[1], k=b.attr(op, "k", 0), dtype=dtype))]
+
+
+_DEPTH_TO_SPACE_MODES = {"DCR": "blocks_first", "CRD": "depth_first"}
+
+
+@lowering("DepthToSpace", 1, 11, 13)
+def depth_to_space(op, b):
+    mode = _DEPTH_TO_SPACE_MODES[b.attr(op, "mode", "DCR")]
+    return [b(ci.DepthToSpaceOp, op.operands[0], block_size=b.attr(op, "blocksize"), mode=mode)]
+
+
+@lowering("SpaceToDepth", 1, 13)
+def space_to_depth(op, b):
+    return [
+        b(
+            ci.SpaceToDepthOp,
+            op.operands[0],
+            block_size=b.attr(op, "blocksize"),
+            mode="blocks_first",
+        )
+    ]
+
+
+@lowering("ReverseSequence", 10)
+def reverse_sequence(op, b):
+    x, lengths = op.operands
+    return [
+        b(
+            ci.ReverseSequenceOp,
+            x,
+            lengths,
+            batch_axis=b.attr(op, "batch_axis", 1),
+            seq_axis=b.attr(op, "time_axis", 0),
+        )
+    ]
+
+
+@lowering("Einsum", 12)
+def einsum(op, b):
+    return [b(ci.EinsumOp, list(op.operands), equation=b.attr(op, "equation"))]
+
+
+@lowering("GatherElements", 11, 13)
+def gather_elements(op, b):
+    data, indices = op.operands
+    return [b(ci.GatherElementsOp, data, indices, axis=b.attr(op, "axis", 0))]
+
+
+@lowering("GatherND", 11, 12, 13)
+def gather_nd(op, b):
+    data, indices = op.operands
+    return [b(ci.GatherNDOp, data, indices, batch_dims=b.attr(op, "batch_dims", 0))]
+
+
+# ONNX reduction names -> OpenVINO's.
+_SCATTER_REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "min": "min", "max": "max"}
+
+
+@lowering("ScatterND", 11, 13, 16, 18)
+def scatter_nd(op, b):
+    data, indices, updates = op.operands
+    reduction = _SCATTER_REDUCTIONS[b.attr(op, "reduction", "none")]
+    return [b(ci.ScatterNDUpdateOp, data, indices, updates, reduction=reduction)]
+
+
+@lowering("ScatterElements", 11, 13, 16, 18)
+@lowering("Scatter", 9, 11)
+def scatter_elements(op, b):
+    data, indices, updates = op.operands
+    reduction = _SCATTER_REDUCTIONS[b.attr(op, "reduction", "none")]
+    axis = b.ints(b.attr(op, "axis", 0))
+    return [b(ci.ScatterElementsUpdateOp, data, indices, updates, axis, reduction=reduction)]
+
+
+# Data-dependent output shapes: the data is a static operand, so these fold when it is a
+# constant (or a model input bound at call time) and core-to-tpu names the operand otherwise.
+
+
+@lowering("NonZero", 9, 13)
+def non_zero(op, b):
+    return [b(ci.NonZeroOp, op.operands[0], output_type=i64)]
+
+
+@lowering("Compress", 9, 11)
+def compress(op, b):
+    data, condition = op.operands
+    axis = b.attr(op, "axis")
+    if axis is None:
+        data, axis = b(ct.ReshapeOp, data, b.ints([-1])), 0
+    positions = b(ct.ReshapeOp, b(ci.NonZeroOp, condition), b.ints([-1]))
+    return [b(ct.GatherOp, data, positions, b.ints(axis))]
+
+
+@lowering("Unique", 11)
+def unique(op, b):
+    axis = b.attr(op, "axis")
+    return b(
+        ci.UniqueOp,
+        op.operands[0],
+        b.ints(axis) if axis is not None else None,
+        sorted=bool(b.attr(op, "sorted", 1)),
+    )
