@@ -9,7 +9,7 @@ nothing); convolutions and pools take their input in NHWC (`p = (0, 3, 1, 2)` fo
 the NCHW transpose tflite-to-core inserted) and give NHWC; elementwise ops keep their operand's
 `p` (constants are permuted at compile time); other ops take the identity layout, and a
 `TRANSPOSE` is emitted only where a tensor must change layout. So NHWC -> NCHW -> NHWC pairs
-cancel. A bias `core.Add` and an activation (Relu, Clamp 0..6 / -1..1, Tanh) after a
+cancel. A bias `core.Add` and an activation (Relu, Clamp 0..6 / -1..1) after a
 convolution, FULLY_CONNECTED or binary op with no other use fold into that op.
 
 Ops without a lowering: one error listing every core op name (with count and locations).
@@ -367,7 +367,8 @@ def unary(lo: _Lowering, op: CoreOp) -> None:
     operator = _UNARY[op.name]
     if op.name == "core.Clamp":
         operator = {(0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1"}.get((a["min"], a["max"]))
-    fused = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1", "TANH": "TANH"}
+    # TANH is a fused activation in the schema, but LiteRT's FULLY_CONNECTED refuses it.
+    fused = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1"}
     producer = lo.fusable(x) if operator in fused else None
     if producer is not None:
         producer.attributes["fused_activation_function"] = StringAttr(fused[operator])
