@@ -103,8 +103,8 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool) -> None:
                     qtypes[value] = qtype
                 result.replace_all_uses_with(value)
             Rewriter.erase_op(op)
-    for op in list(block.ops):
-        if isinstance(op, tflite.NoValueOp) and not op.output.uses:
+    for op in reversed(list(block.ops)):  # constants left unused by folding
+        if isinstance(op, tflite.NoValueOp | ConstantOp) and not op.results[0].uses:
             Rewriter.erase_op(op)
     update_signature(function)
 

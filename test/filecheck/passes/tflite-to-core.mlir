@@ -1,0 +1,34 @@
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tflite-to-core)' --split-input-file | filecheck %s
+
+// CHECK-LABEL: func.func @main
+// CHECK:         %[[NCHW:.*]] = "core.Transpose"(%{{.*}}, %{{.*}})
+// CHECK:         %[[CONV:.*]] = "core.Convolution"(%[[NCHW]], %{{.*}}) {{.*}}auto_pad = "same_upper"
+// CHECK:         %[[BIAS:.*]] = "core.Add"(%[[CONV]], %{{.*}})
+// CHECK:         %[[RELU6:.*]] = "core.Clamp"(%[[BIAS]]) {{.*}}max = 6.000000e+00
+// CHECK:         %[[NHWC:.*]] = "core.Transpose"(%[[RELU6]], %{{.*}})
+// CHECK:         func.return %[[NHWC]]
+func.func @main(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x3xf32> {
+  %w = "tflite.CONST"() {value = dense<0.5> : tensor<3x1x1x2xf32>} : () -> tensor<3x1x1x2xf32>
+  %b = "tflite.CONST"() {value = dense<[1.0, 2.0, 3.0]> : tensor<3xf32>} : () -> tensor<3xf32>
+  %y = "tflite.CONV_2D"(%x, %w, %b) {padding = "SAME", stride_w = 1 : i32, stride_h = 1 : i32, fused_activation_function = "RELU6", version = 1 : i32} : (tensor<1x4x4x2xf32>, tensor<3x1x1x2xf32>, tensor<3xf32>) -> tensor<1x4x4x3xf32>
+  func.return %y : tensor<1x4x4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    tensor<1x4xi8>
+// CHECK:         %[[F:.*]] = "core.Convert"(%{{.*}}) {destination_type = f32}
+// CHECK:         %[[SUB:.*]] = "core.Subtract"(%[[F]], %{{.*}})
+// CHECK:         %[[REAL:.*]] = "core.Multiply"(%[[SUB]], %{{.*}})
+// CHECK:         %[[SIG:.*]] = "core.Sigmoid"(%[[REAL]])
+// CHECK:         %[[Q:.*]] = "core.Divide"(%[[SIG]], %{{.*}})
+// CHECK:         %[[R:.*]] = "core.Round"(%[[Q]]) {mode = "half_away_from_zero"}
+// CHECK:         %[[ZP:.*]] = "core.Add"(%[[R]], %{{.*}})
+// CHECK:         %[[C:.*]] = "core.Clamp"(%[[ZP]]) {min = -1.280000e+02 : f64, max = 1.270000e+02 : f64}
+// CHECK:         %[[OUT:.*]] = "core.Convert"(%[[C]]) {destination_type = i8}
+// CHECK:         func.return %[[OUT]] : tensor<1x4xi8>
+func.func @main(%x: tensor<1x4x!quant.uniform<i8:f32, 0.05:3>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>> {
+  %y = "tflite.LOGISTIC"(%x) {version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.05:3>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>> loc("sigmoid")
+  func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>>
+}
