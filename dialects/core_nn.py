@@ -126,7 +126,7 @@ _POOL = {
 }
 
 
-@core_op(operands=("arg",), attributes=_POOL)
+@core_op(operands=("arg",), attributes={**_POOL, "dilations": (INTS, ())})
 class MaxPoolOp(CoreOp):
     """Max pooling over NC[D]HW windows (OpenVINO opset1 MaxPool).
 
@@ -141,10 +141,18 @@ class MaxPoolOp(CoreOp):
     VERSION = 1
 
     @staticmethod
-    def semantics(arg, *, strides, pads_begin, pads_end, kernel, rounding_type, auto_pad):
-        ones = (1,) * len(kernel)
+    def semantics(
+        arg, *, strides, pads_begin, pads_end, kernel, rounding_type, auto_pad, dilations
+    ):
+        dilations = tuple(dilations) or (1,) * len(kernel)
         pads = resolve_padding(
-            arg.shape[2:], kernel, strides, ones, pads_begin, pads_end, auto_pad,
+            arg.shape[2:],
+            kernel,
+            strides,
+            dilations,
+            pads_begin,
+            pads_end,
+            auto_pad,
             ceil=rounding_type == "ceil",
         )
         # A numpy init value lets jax pick its max-monoid reduce_window primitive.
@@ -159,10 +167,11 @@ class MaxPoolOp(CoreOp):
             (1, 1, *kernel),
             (1, 1, *strides),
             [(0, 0), (0, 0), *pads],
+            window_dilation=(1, 1, *dilations),
         )
 
 
-@core_op(operands=("arg",), attributes={**_POOL, "exclude_pad": BOOL})
+@core_op(operands=("arg",), attributes={**_POOL, "exclude_pad": BOOL, "dilations": (INTS, ())})
 class AvgPoolOp(CoreOp):
     """Average pooling over NC[D]HW windows (OpenVINO opset1 AvgPool, `exclude-pad`).
 
@@ -178,18 +187,43 @@ class AvgPoolOp(CoreOp):
     VERSION = 1
 
     @staticmethod
-    def semantics(arg, *, strides, pads_begin, pads_end, kernel, rounding_type, auto_pad, exclude_pad):
-        ones = (1,) * len(kernel)
+    def semantics(
+        arg,
+        *,
+        strides,
+        pads_begin,
+        pads_end,
+        kernel,
+        rounding_type,
+        auto_pad,
+        exclude_pad,
+        dilations,
+    ):
+        dilations = tuple(dilations) or (1,) * len(kernel)
         spatial = arg.shape[2:]
         pads = resolve_padding(
-            spatial, kernel, strides, ones, pads_begin, pads_end, auto_pad,
+            spatial,
+            kernel,
+            strides,
+            dilations,
+            pads_begin,
+            pads_end,
+            auto_pad,
             ceil=rounding_type == "ceil",
         )
-        plain = resolve_padding(spatial, kernel, strides, ones, pads_begin, pads_end, auto_pad)
+        plain = resolve_padding(spatial, kernel, strides, dilations, pads_begin, pads_end, auto_pad)
         window = (1, 1, *kernel)
         stride = (1, 1, *strides)
         padding = [(0, 0), (0, 0), *pads]
-        total = lax.reduce_window(arg, np.array(0, arg.dtype), lax.add, window, stride, padding)
+        total = lax.reduce_window(
+            arg,
+            np.array(0, arg.dtype),
+            lax.add,
+            window,
+            stride,
+            padding,
+            window_dilation=(1, 1, *dilations),
+        )
         # The divisor per window, computed once at trace time.
         if exclude_pad:
             counted = np.ones(spatial, np.float64)
@@ -198,11 +232,16 @@ class AvgPoolOp(CoreOp):
             counted = np.ones(
                 tuple(s + lo + hi for s, (lo, hi) in zip(spatial, plain, strict=True)), np.float64
             )
-            count_pads = [(0, hi - plain_hi) for (_, hi), (_, plain_hi) in zip(pads, plain, strict=True)]
+            count_pads = [
+                (0, hi - plain_hi) for (_, hi), (_, plain_hi) in zip(pads, plain, strict=True)
+            ]
         counted = np.pad(counted, count_pads)
-        divisor = np.lib.stride_tricks.sliding_window_view(counted, kernel)[
+        extent = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True))
+        divisor = np.lib.stride_tricks.sliding_window_view(counted, extent)[
             tuple(slice(None, None, s) for s in strides)
-        ].sum(axis=tuple(range(-len(kernel), 0)))
+        ][(Ellipsis, *(slice(None, None, d) for d in dilations))].sum(
+            axis=tuple(range(-len(kernel), 0))
+        )
         divisor = divisor[tuple(slice(0, n) for n in total.shape[2:])]
         return total / jnp.asarray(np.maximum(divisor, 1), arg.dtype)
 
@@ -231,7 +270,9 @@ class BatchNormInferenceOp(CoreOp):
         return (data - mean.reshape(shape)) * scale + beta.reshape(shape)
 
 
-@core_op(operands=("a", "b"), attributes={"transpose_a": (BOOL, False), "transpose_b": (BOOL, False)})
+@core_op(
+    operands=("a", "b"), attributes={"transpose_a": (BOOL, False), "transpose_b": (BOOL, False)}
+)
 class MatMulOp(CoreOp):
     """numpy.matmul with optional transposition of the last two dims (OpenVINO opset1 MatMul).
 
@@ -266,7 +307,7 @@ def shifted(x, axis):
 class SoftmaxOp(CoreOp):
     """exp(x) / sum(exp(x)) along `axis`, computed stably (OpenVINO opset8 Softmax).
 
-        %y = "core.Softmax"(%x) {axis = -1 : i64} : (tensor<1x1000xf32>) -> tensor<1x1000xf32>
+    %y = "core.Softmax"(%x) {axis = -1 : i64} : (tensor<1x1000xf32>) -> tensor<1x1000xf32>
     """
 
     name = "core.Softmax"
@@ -282,7 +323,7 @@ class SoftmaxOp(CoreOp):
 class LogSoftmaxOp(CoreOp):
     """log(softmax(x)) along `axis`, computed stably (OpenVINO opset5 LogSoftmax).
 
-        %y = "core.LogSoftmax"(%x) {axis = 1 : i64} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+    %y = "core.LogSoftmax"(%x) {axis = 1 : i64} : (tensor<2x10xf32>) -> tensor<2x10xf32>
     """
 
     name = "core.LogSoftmax"
@@ -327,6 +368,39 @@ class LRNOp(CoreOp):
         return data / jnp.power(bias + scale * squares, beta)
 
 
+@core_op(
+    operands=("data", "axes"),
+    attributes={"normalize_variance": BOOL, "eps": FLOAT, "eps_mode": (STR, "inside_sqrt")},
+    static_operands=("axes",),
+)
+class MVNOp(CoreOp):
+    """Mean-variance normalization over `axes` (OpenVINO opset6 MVN).
+
+    y = (x - mean) / sqrt(var + eps) (`eps_mode = "inside_sqrt"`) or / (sqrt(var) + eps)
+    ("outside_sqrt"); without `normalize_variance` only the mean is subtracted. Inputs of less
+    than 32-bit float precision are normalized in f32 (ONNX's stash_type). Example:
+
+        %y = "core.MVN"(%x, %axes) {normalize_variance = true, eps = 1.0e-05 : f64}
+               : (tensor<2x3x4xf32>, tensor<1xi64>) -> tensor<2x3x4xf32>
+    """
+
+    name = "core.MVN"
+    VERSION = 6
+
+    @staticmethod
+    def semantics(data, axes, *, normalize_variance, eps, eps_mode):
+        axes = tuple(int(a) % data.ndim for a in np.asarray(axes).reshape(-1))
+        wide = data.astype(jnp.promote_types(data.dtype, jnp.float32))
+        centred = wide - jnp.mean(wide, axis=axes, keepdims=True)
+        if normalize_variance:
+            variance = jnp.mean(centred * centred, axis=axes, keepdims=True)
+            if eps_mode == "outside_sqrt":
+                centred = centred / (jnp.sqrt(variance) + eps)
+            else:
+                centred = centred / jnp.sqrt(variance + eps)
+        return centred.astype(data.dtype)
+
+
 OPS: list[type[CoreOp]] = [
     ConvolutionOp,
     GroupConvolutionOp,
@@ -337,4 +411,5 @@ OPS: list[type[CoreOp]] = [
     SoftmaxOp,
     LogSoftmaxOp,
     LRNOp,
+    MVNOp,
 ]

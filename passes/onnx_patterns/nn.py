@@ -9,7 +9,12 @@ from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
 
-AUTO_PAD = {"NOTSET": "explicit", "SAME_UPPER": "same_upper", "SAME_LOWER": "same_lower", "VALID": "valid"}
+AUTO_PAD = {
+    "NOTSET": "explicit",
+    "SAME_UPPER": "same_upper",
+    "SAME_LOWER": "same_lower",
+    "VALID": "valid",
+}
 
 
 def window_attributes(op, b, spatial: int) -> dict:
@@ -65,8 +70,6 @@ def conv(op, b):
 def max_pool(op, b):
     x = b.input(op, "X")
     spatial = spatial_rank(b, x, op)
-    if any(d != 1 for d in b.attr(op, "dilations", [1] * spatial)):
-        raise b.fail("MaxPool with dilations is not supported yet")
     if len(op.results) > 1 and op.results[1].uses:
         raise b.fail("MaxPool's Indices output is not supported yet")
     y = b(
@@ -74,6 +77,7 @@ def max_pool(op, b):
         x,
         kernel=op.onnx_attr("kernel_shape"),
         rounding_type="ceil" if b.attr(op, "ceil_mode", 0) else "floor",
+        dilations=b.attr(op, "dilations", [1] * spatial),
         **window_attributes(op, b, spatial),
     )
     return [y, None]
@@ -83,14 +87,13 @@ def max_pool(op, b):
 def average_pool(op, b):
     x = b.input(op, "X")
     spatial = spatial_rank(b, x, op)
-    if any(d != 1 for d in b.attr(op, "dilations", [1] * spatial)):
-        raise b.fail("AveragePool with dilations is not supported yet")
     y = b(
         nn.AvgPoolOp,
         x,
         kernel=op.onnx_attr("kernel_shape"),
         rounding_type="ceil" if b.attr(op, "ceil_mode", 0) else "floor",
         exclude_pad=not b.attr(op, "count_include_pad", 0),
+        dilations=b.attr(op, "dilations", [1] * spatial),
         **window_attributes(op, b, spatial),
     )
     return [y]
@@ -199,3 +202,92 @@ def dropout(op, b):
     if len(op.results) > 1 and op.results[1].uses:
         mask = b(ct.BroadcastOp, b.const(True), b(ct.ShapeOfOp, x))
     return [x, mask]
+
+
+def _rank_of(b, x) -> int:
+    rank = b.rank(x)
+    if rank is None:
+        raise b.fail("needs the rank of its input")
+    return rank
+
+
+def _normalized(b, x, axes, epsilon):
+    return b(
+        nn.MVNOp, x, b.ints(axes), normalize_variance=True, eps=epsilon, eps_mode="inside_sqrt"
+    )
+
+
+@lowering("LayerNormalization", 17)
+def layer_normalization(op, b):
+    """MVN over the axes from `axis` on, then scale and bias (broadcast from the right)."""
+    x, scale, bias = b.input(op, "X"), b.input(op, "Scale"), b.input(op, "B")
+    if any(r.uses for r in list(op.results)[1:]):
+        raise b.fail("LayerNormalization's Mean/InvStdDev outputs are not supported")
+    rank = _rank_of(b, x)
+    axis = b.attr(op, "axis", -1) % rank
+    y = b(
+        ew.MultiplyOp,
+        _normalized(b, x, list(range(axis, rank)), b.attr(op, "epsilon", 1e-5)),
+        scale,
+    )
+    if bias is not None:
+        y = b(ew.AddOp, y, bias)
+    return [y, None, None]
+
+
+@lowering("RMSNormalization", 23)
+def rms_normalization(op, b):
+    """x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale."""
+    x, scale = b.input(op, "X"), b.input(op, "scale")
+    rank = _rank_of(b, x)
+    axis = b.attr(op, "axis", -1) % rank
+    dtype = b.dtype(x)
+    mean_square = b(
+        ct.ReduceMeanOp, b(ew.MultiplyOp, x, x), b.ints(list(range(axis, rank))), keep_dims=True
+    )
+    rms = b(ew.SqrtOp, b(ew.AddOp, mean_square, b.const(b.attr(op, "epsilon", 1e-5), dtype)))
+    return [b(ew.MultiplyOp, b(ew.DivideOp, x, rms), scale)]
+
+
+@lowering("InstanceNormalization", 1, 6, 22)
+def instance_normalization(op, b):
+    """MVN over the spatial axes of each (n, c), then per-channel scale and bias."""
+    x, scale, bias = op.operands
+    rank = _rank_of(b, x)
+    y = _normalized(b, x, list(range(2, rank)), b.attr(op, "epsilon", 1e-5))
+    y = b(ew.MultiplyOp, y, b(ct.UnsqueezeOp, scale, b.ints(list(range(1, rank - 1)))))
+    return [add_channel_bias(b, y, bias, rank - 2)]
+
+
+def _group_normalization(per_group_affine: bool):
+    """Channels reshaped to (groups, C/groups * spatial), MVN per group, then per-channel scale
+    and bias. Version 18 had one scale and bias per group: they are repeated per channel."""
+
+    def pattern(op, b):
+        x, scale, bias = op.operands
+        rank = _rank_of(b, x)
+        groups = op.onnx_attr("num_groups")
+        grouped = b(ct.ReshapeOp, x, b.ints([0, groups, -1]), special_zero=True)
+        y = _normalized(b, grouped, [2], b.attr(op, "epsilon", 1e-5))
+        y = b(ct.ReshapeOp, y, b(ct.ShapeOfOp, x))
+        if per_group_affine:
+            channels = x.type.get_shape()[1]
+            if channels < 0:
+                raise b.fail("needs the static channel count")
+            repeat = b.ints([groups, channels // groups])
+            scale, bias = (
+                b(
+                    ct.ReshapeOp,
+                    b(ct.BroadcastOp, b(ct.UnsqueezeOp, v, b.ints([1])), repeat),
+                    b.ints([-1]),
+                )
+                for v in (scale, bias)
+            )
+        y = b(ew.MultiplyOp, y, b(ct.UnsqueezeOp, scale, b.ints(list(range(1, rank - 1)))))
+        return [add_channel_bias(b, y, bias, rank - 2)]
+
+    return pattern
+
+
+lowering("GroupNormalization", 18)(_group_normalization(True))
+lowering("GroupNormalization", 21)(_group_normalization(False))
