@@ -480,7 +480,7 @@ def _scatter(data, index: tuple, updates, reduction: str):
     (a hit mask of updates x positions, folded over the updates) rather than by lax's
     scatter-add/mul/min/max, whose combiner is a jaxpr parameter the tpu dialect cannot
     carry; that is O(updates x positions), fine for index-sized scatters."""
-    updates = updates.astype(data.dtype)
+    data, updates = jnp.asarray(data), jnp.asarray(updates).astype(data.dtype)
     if reduction == "none":
         return data.at[index].set(updates)
     leading = data.shape[: len(index)]

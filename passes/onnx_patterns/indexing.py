@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import i64
+from xdsl.dialects.builtin import UnrankedTensorType, i64
+from xdsl.rewriter import Rewriter
 
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
+
+
+def with_element_type(value, element):
+    """`value`, its still unranked type given the element type the op produces: the builder
+    guesses an unranked result's element type from the first operand, wrong for index
+    outputs (TopK, NonZero, Unique) and for OneHot, until the static operands are known."""
+    if isinstance(value.type, UnrankedTensorType) and value.type.element_type != element:
+        value = Rewriter.replace_value_with_new_type(value, UnrankedTensorType(element))
+    return value
 
 
 def _length(b, value) -> int:
@@ -46,7 +56,13 @@ def slice_(op, b):
     data, starts, ends = b.input(op, "data"), b.input(op, "starts"), b.input(op, "ends")
     axes, steps = b.input(op, "axes"), b.input(op, "steps")
     if steps is None:
-        steps = b.ints([1] * _length(b, starts))
+        # One step per start; from ShapeOf when the number of starts is only known later.
+        static = starts.type.get_shape()[0] if b.rank(starts) == 1 else -1
+        steps = (
+            b.ints([1] * static)
+            if static >= 0
+            else b(ct.BroadcastOp, b.ints(1), b(ct.ShapeOfOp, starts))
+        )
     return [b(ci.SliceOp, data, starts, ends, steps, axes)]
 
 
@@ -125,28 +141,27 @@ def tile(op, b):
     return [b(ci.TileOp, b.input(op, "input"), b.input(op, "repeats"))]
 
 
-@lowering("Range", 11)
+@lowering("Range", 11, 27)
 def range_(op, b):
     start, limit, delta = op.operands
     return [b(ci.RangeOp, start, limit, delta, output_type=start.type.get_element_type())]
 
 
-@lowering("OneHot", 9, 11)
+@lowering("OneHot", 9, 11, 28)
 def one_hot(op, b):
     indices, depth, values = op.operands
     off = b(ct.GatherOp, values, b.ints(0), b.ints(0))
     on = b(ct.GatherOp, values, b.ints(1), b.ints(0))
-    return [
-        b(
-            ci.OneHotOp,
-            indices,
-            depth,
-            on,
-            off,
-            axis=b.attr(op, "axis", -1),
-            negative_indices_mode="normalize",
-        )
-    ]
+    encoded = b(
+        ci.OneHotOp,
+        indices,
+        depth,
+        on,
+        off,
+        axis=b.attr(op, "axis", -1),
+        negative_indices_mode="normalize",
+    )
+    return [with_element_type(encoded, values.type.get_element_type())]
 
 
 @lowering("TopK", 1, 10, 11, 24)
@@ -167,7 +182,7 @@ def top_k(op, b):
         index_element_type=i64,
         stable=True,
     )
-    return [values, indices]
+    return [values, with_element_type(indices, i64)]
 
 
 @lowering("CumSum", 11, 14)
@@ -198,13 +213,13 @@ def eye_like(op, b):
 _DEPTH_TO_SPACE_MODES = {"DCR": "blocks_first", "CRD": "depth_first"}
 
 
-@lowering("DepthToSpace", 1, 11, 13)
+@lowering("DepthToSpace", 1, 11, 13, 28)
 def depth_to_space(op, b):
     mode = _DEPTH_TO_SPACE_MODES[b.attr(op, "mode", "DCR")]
     return [b(ci.DepthToSpaceOp, op.operands[0], block_size=b.attr(op, "blocksize"), mode=mode)]
 
 
-@lowering("SpaceToDepth", 1, 13)
+@lowering("SpaceToDepth", 1, 13, 28)
 def space_to_depth(op, b):
     return [
         b(
@@ -216,7 +231,7 @@ def space_to_depth(op, b):
     ]
 
 
-@lowering("ReverseSequence", 10)
+@lowering("ReverseSequence", 10, 28)
 def reverse_sequence(op, b):
     x, lengths = op.operands
     return [
@@ -230,7 +245,7 @@ def reverse_sequence(op, b):
     ]
 
 
-@lowering("Einsum", 12)
+@lowering("Einsum", 12, 28)
 def einsum(op, b):
     return [b(ci.EinsumOp, list(op.operands), equation=b.attr(op, "equation"))]
 
@@ -273,25 +288,27 @@ def scatter_elements(op, b):
 
 @lowering("NonZero", 9, 13)
 def non_zero(op, b):
-    return [b(ci.NonZeroOp, op.operands[0], output_type=i64)]
+    return [with_element_type(b(ci.NonZeroOp, op.operands[0], output_type=i64), i64)]
 
 
-@lowering("Compress", 9, 11)
+@lowering("Compress", 9, 11, 28)
 def compress(op, b):
     data, condition = op.operands
     axis = b.attr(op, "axis")
     if axis is None:
         data, axis = b(ct.ReshapeOp, data, b.ints([-1])), 0
-    positions = b(ct.ReshapeOp, b(ci.NonZeroOp, condition), b.ints([-1]))
+    coordinates = with_element_type(b(ci.NonZeroOp, condition, output_type=i64), i64)
+    positions = b(ct.ReshapeOp, coordinates, b.ints([-1]))
     return [b(ct.GatherOp, data, positions, b.ints(axis))]
 
 
-@lowering("Unique", 11)
+@lowering("Unique", 11, 28)
 def unique(op, b):
     axis = b.attr(op, "axis")
-    return b(
+    values, *indices = b(
         ci.UniqueOp,
         op.operands[0],
         b.ints(axis) if axis is not None else None,
         sorted=bool(b.attr(op, "sorted", 1)),
     )
+    return [values, *(with_element_type(v, i64) for v in indices)]

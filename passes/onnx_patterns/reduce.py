@@ -16,6 +16,7 @@ from mlconv.dialects import core_elementwise as ce
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
+from mlconv.passes.onnx_patterns.indexing import with_element_type
 
 
 def _squared(b, x):
@@ -41,8 +42,8 @@ REDUCTIONS = {
     "ReduceL1": (ct.ReduceL1Op, None, None, (1, 11, 13), (18,)),
     "ReduceL2": (ct.ReduceL2Op, None, None, (1, 11, 13), (18,)),
     "ReduceSumSquare": (ct.ReduceSumOp, _squared, None, (1, 11, 13), (18,)),
-    "ReduceLogSum": (ct.ReduceSumOp, None, _log, (1, 11, 13), (18,)),
-    "ReduceLogSumExp": (ct.ReduceSumOp, _exp, _log, (1, 11, 13), (18,)),
+    "ReduceLogSum": (ct.ReduceSumOp, None, _log, (1, 11, 13), (18, 28)),
+    "ReduceLogSumExp": (ct.ReduceSumOp, _exp, _log, (1, 11, 13), (18, 28)),
 }
 
 
@@ -131,7 +132,7 @@ def _arg_extreme(mode: str):
             indices = b(ce.SubtractOp, b.ints(size - 1), indices)
         if not b.attr(op, "keepdims", 1):
             indices = b(ct.SqueezeOp, indices, b.ints([axis]))
-        return [indices]
+        return [with_element_type(indices, i64)]
 
     return pattern
 

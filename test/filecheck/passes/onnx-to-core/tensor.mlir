@@ -1,0 +1,138 @@
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(onnx-to-core)' --split-input-file | filecheck %s
+
+// Versioned tensor lowerings: attribute forms of old opsets vs input forms of new ones.
+
+// Reshape-1: the target shape is an attribute, materialized as a constant.
+// CHECK-LABEL: func.func @reshape_v1
+// CHECK:         %[[SHAPE:.*]] = core.Constant {value = dense<[6, 4]> : tensor<2xi64>}
+// CHECK:         "core.Reshape"(%{{.*}}, %[[SHAPE]]) {special_zero = true}
+// CHECK-NOT:     "onnx.
+
+builtin.module attributes {onnx.opset_import = {"" = 1 : i64}} {
+  func.func @reshape_v1(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+    %r = "onnx.Reshape"(%x) {shape = [6 : i64, 4 : i64]} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+    func.return %r : tensor<6x4xf32>
+  }
+}
+
+// -----
+
+// Reshape-5: the target shape is an input, passed through (bound at call time).
+// CHECK-LABEL: func.func @reshape_v5
+// CHECK-SAME:    %[[SHAPE:[a-z0-9]+]]: tensor<2xi64>
+// CHECK:         "core.Reshape"(%{{.*}}, %[[SHAPE]]) {special_zero = true} : {{.*}} -> tensor<*xf32>
+
+builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
+  func.func @reshape_v5(%x: tensor<2x3x4xf32>, %shape: tensor<2xi64>) -> tensor<*xf32> {
+    %r = "onnx.Reshape"(%x, %shape) : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<*xf32>
+    func.return %r : tensor<*xf32>
+  }
+}
+
+// -----
+
+// Slice-1: starts/ends/axes attributes become constants, steps are ones.
+// CHECK-LABEL: func.func @slice_v1
+// CHECK:         %[[START:.*]] = core.Constant {value = dense<1> : tensor<1xi64>}
+// CHECK:         %[[STOP:.*]] = core.Constant {value = dense<3> : tensor<1xi64>}
+// CHECK:         %[[STEP:.*]] = core.Constant {value = dense<1> : tensor<1xi64>}
+// CHECK:         %[[AXES:.*]] = core.Constant {value = dense<0> : tensor<1xi64>}
+// CHECK:         "core.Slice"(%{{.*}}, %[[START]], %[[STOP]], %[[STEP]], %[[AXES]]) {{.*}} -> tensor<2x10xf32>
+
+builtin.module attributes {onnx.opset_import = {"" = 9 : i64}} {
+  func.func @slice_v1(%x: tensor<20x10xf32>) -> tensor<2x10xf32> {
+    %s = "onnx.Slice"(%x) {axes = [0 : i64], ends = [3 : i64], starts = [1 : i64], operandSegmentSizes = array<i32: 1, 0, 0, 0, 0>} : (tensor<20x10xf32>) -> tensor<2x10xf32>
+    func.return %s : tensor<2x10xf32>
+  }
+}
+
+// -----
+
+// Slice-10: starts/ends/axes are inputs; absent steps are ones, one per start.
+// CHECK-LABEL: func.func @slice_v10
+// CHECK-SAME:    %[[STARTS:[a-z0-9]+]]: tensor<2xi64>, %[[ENDS:[a-z0-9]+]]: tensor<2xi64>, %[[AXES:[a-z0-9]+]]: tensor<2xi64>
+// CHECK:         %[[STEPS:.*]] = core.Constant {value = dense<1> : tensor<2xi64>}
+// CHECK:         "core.Slice"(%{{.*}}, %[[STARTS]], %[[ENDS]], %[[STEPS]], %[[AXES]])
+
+builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
+  func.func @slice_v10(%x: tensor<20x10xf32>, %starts: tensor<2xi64>, %ends: tensor<2xi64>, %axes: tensor<2xi64>) -> tensor<*xf32> {
+    %s = "onnx.Slice"(%x, %starts, %ends, %axes) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (tensor<20x10xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<*xf32>
+    func.return %s : tensor<*xf32>
+  }
+}
+
+// -----
+
+// Squeeze-11: axes attribute.
+// CHECK-LABEL: func.func @squeeze_v11
+// CHECK:         %[[AXES:.*]] = core.Constant {value = dense<[0, 2]> : tensor<2xi64>}
+// CHECK:         "core.Squeeze"(%{{.*}}, %[[AXES]]) {{.*}} -> tensor<3x5xf32>
+
+builtin.module attributes {onnx.opset_import = {"" = 11 : i64}} {
+  func.func @squeeze_v11(%x: tensor<1x3x1x5xf32>) -> tensor<3x5xf32> {
+    %s = "onnx.Squeeze"(%x) {axes = [0 : i64, 2 : i64]} : (tensor<1x3x1x5xf32>) -> tensor<3x5xf32>
+    func.return %s : tensor<3x5xf32>
+  }
+}
+
+// -----
+
+// Squeeze-13: axes input.
+// CHECK-LABEL: func.func @squeeze_v13
+// CHECK-SAME:    %[[AXES:[a-z0-9]+]]: tensor<2xi64>
+// CHECK:         "core.Squeeze"(%{{.*}}, %[[AXES]]) : {{.*}} -> tensor<*xf32>
+
+builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
+  func.func @squeeze_v13(%x: tensor<1x3x1x5xf32>, %axes: tensor<2xi64>) -> tensor<*xf32> {
+    %s = "onnx.Squeeze"(%x, %axes) : (tensor<1x3x1x5xf32>, tensor<2xi64>) -> tensor<*xf32>
+    func.return %s : tensor<*xf32>
+  }
+}
+
+// -----
+
+// TopK-1: k attribute; indices are i64 and ties keep index order (stable).
+// CHECK-LABEL: func.func @topk_v1
+// CHECK:         %[[K:.*]] = core.Constant {value = dense<2> : tensor<i64>}
+// CHECK:         %{{.*}}, %{{.*}} = "core.TopK"(%{{.*}}, %[[K]]) {axis = 1 : i64, mode = "max", sort = "value", index_element_type = i64, stable = true}
+// CHECK-SAME:    -> (tensor<3x2xf32>, tensor<3x2xi64>)
+
+builtin.module attributes {onnx.opset_import = {"" = 9 : i64}} {
+  func.func @topk_v1(%x: tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>) {
+    %v, %i = "onnx.TopK"(%x) {axis = 1 : i64, k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+    func.return %v, %i : tensor<3x2xf32>, tensor<3x2xi64>
+  }
+}
+
+// -----
+
+// TopK-10: k input; the results stay unranked until k is known, indices still i64.
+// CHECK-LABEL: func.func @topk_v10
+// CHECK-SAME:    %[[K:[a-z0-9]+]]: tensor<1xi64>
+// CHECK:         "core.TopK"(%{{.*}}, %[[K]]) {{.*}} -> (tensor<*xf32>, tensor<*xi64>)
+
+builtin.module attributes {onnx.opset_import = {"" = 10 : i64}} {
+  func.func @topk_v10(%x: tensor<3x4xf32>, %k: tensor<1xi64>) -> (tensor<*xf32>, tensor<*xi64>) {
+    %v, %i = "onnx.TopK"(%x, %k) {axis = 1 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> (tensor<*xf32>, tensor<*xi64>)
+    func.return %v, %i : tensor<*xf32>, tensor<*xi64>
+  }
+}
+
+// -----
+
+// Flatten with a dynamic leading dim: ShapeOf -> Gather -> ReduceProd -> Concat(-1) -> Reshape.
+// CHECK-LABEL: func.func @flatten_dynamic_batch
+// CHECK:         %[[SHAPE:.*]] = "core.ShapeOf"(%[[X:.*]]) : (tensor<?x3x4x5xf32>) -> tensor<4xi64>
+// CHECK:         %[[LEADING:.*]] = core.Constant {value = dense<[0, 1]> : tensor<2xi64>}
+// CHECK:         %[[DIMS:.*]] = "core.Gather"(%[[SHAPE]], %[[LEADING]], %{{.*}})
+// CHECK:         %[[OUTER:.*]] = "core.ReduceProd"(%[[DIMS]], %{{.*}}) {keep_dims = true}
+// CHECK:         %[[REST:.*]] = core.Constant {value = dense<-1> : tensor<1xi64>}
+// CHECK:         %[[TARGET:.*]] = "core.Concat"(%[[OUTER]], %[[REST]]) {axis = 0 : i64}
+// CHECK:         "core.Reshape"(%[[X]], %[[TARGET]])
+
+builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
+  func.func @flatten_dynamic_batch(%x: tensor<?x3x4x5xf32>) -> tensor<*xf32> {
+    %f = "onnx.Flatten"(%x) {axis = 2 : i64} : (tensor<?x3x4x5xf32>) -> tensor<*xf32>
+    func.return %f : tensor<*xf32>
+  }
+}
