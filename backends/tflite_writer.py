@@ -229,6 +229,9 @@ def write_tflite(module: ModuleOp, path: str | os.PathLike) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # the usual permissions, not mkstemp's 0600
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
