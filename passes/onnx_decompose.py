@@ -116,12 +116,21 @@ def expand_model(
             graph_inputs.append(onnx.helper.make_value_info(name, _type_proto(value)))
     while input_names and input_names[-1] == "":
         input_names.pop()
+    # Absent optional outputs keep their position (an empty name), as in a NodeProto.
+    present = _result_groups(op)
     output_names, result_indices, graph_outputs = [], [], []
-    for index in range(len(op.results)):
-        name = f"out{index}"
-        output_names.append(name)
-        result_indices.append(index)
-        graph_outputs.append(onnx.helper.make_value_info(name, onnx.TypeProto()))
+    flat_index = {id(r): i for i, r in enumerate(op.results)}
+    for slot in op.OUTPUT_SLOTS[since]:
+        for result in present[slot] or [None]:
+            if result is None:
+                output_names.append("")
+                continue
+            name = f"out{flat_index[id(result)]}"
+            output_names.append(name)
+            result_indices.append(flat_index[id(result)])
+            graph_outputs.append(onnx.helper.make_value_info(name, onnx.TypeProto()))
+    while output_names and output_names[-1] == "":
+        output_names.pop()
     node = _node(op, schema, input_names, output_names)
     if dependent:
         input_types = [
@@ -177,6 +186,17 @@ def _slot_groups(op: onnx_dialect.OnnxOp) -> list[list[SSAValue]]:
     definition = type(op).get_irdl_definition()
     groups = []
     for name, _ in definition.operands:
+        value = getattr(op, name)
+        groups.append(
+            [] if value is None else [value] if isinstance(value, SSAValue) else list(value)
+        )
+    return groups
+
+
+def _result_groups(op: onnx_dialect.OnnxOp) -> list[list[SSAValue]]:
+    definition = type(op).get_irdl_definition()
+    groups = []
+    for name, _ in definition.results:
         value = getattr(op, name)
         groups.append(
             [] if value is None else [value] if isinstance(value, SSAValue) else list(value)
