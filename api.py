@@ -22,6 +22,9 @@ from mlconv.errors import FrontendError, OptionError
 
 # Framework dialect -> the pass that lowers it to core.
 TO_CORE = {"onnx": "onnx-to-core", "tf": "tf-to-core", "tflite": "tflite-to-core"}
+# Framework dialect -> core passes run right after its lowering (NHWC sources sink the
+# layout transposes their lowering inserts).
+AFTER_CORE: dict[str, tuple[str, ...]] = {"tf": ("core-layout-nchw",)}
 # Framework dialect -> its front phase, run before the lowering to core.
 FRONT_PHASE = {"onnx": ("onnx-normalize", "onnx-decompose")}
 
@@ -105,6 +108,8 @@ def lower_to_core(module: ModuleOp) -> ModuleOp:
         if pass_class is None:
             raise OptionError(f"no {TO_CORE[dialect]} lowering is available")
         pass_class().apply(ctx, module)
+        for name in AFTER_CORE.get(dialect, ()):
+            get_pass(name)().apply(ctx, module)
     return module
 
 

@@ -33,6 +33,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "core-infer-shapes": _ours("core_infer_shapes", "CoreInferShapesPass"),
     "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),
     "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
+    # tf
+    "tf-to-core": _ours("tf_to_core", "TfToCorePass"),
+    "core-layout-nchw": _ours("core_layout_nchw", "CoreLayoutNchwPass"),
     # tflite
     "tflite-op-versions": _ours("tflite_op_versions", "TfliteOpVersionsPass"),
     "tflite-check-runtime": _ours("tflite_check_runtime", "TfliteCheckRuntimePass"),
