@@ -281,7 +281,7 @@ SINK: dict[str, Handler] = {
 def replace(op: Operation, values: list[SSAValue], rewriter: PatternRewriter) -> None:
     for result, value in zip(op.results, values, strict=True):
         result.replace_all_uses_with(value)
-    rewriter.erase_op(op)
+    rewriter.erase(op)
 
 
 class FoldTranspose(RewritePattern):

@@ -1,0 +1,202 @@
+"""tf-to-core and core-layout-nchw on Keras models built here with fixed seeds, compared with
+TensorFlow's own output (issue 4's bar: max |diff| <= 1e-4 * max |reference|).
+
+The Keras applications are built with weights=None and random BatchNormalization statistics at
+64x64. Building and saving ResNet50 takes TensorFlow ~25 s, so the SavedModels are kept in
+pytest's cache folder (`.pytest_cache/d/mlconv-keras-savedmodels`) between runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+import mlconv  # noqa: E402
+from mlconv.dialects import make_context  # noqa: E402
+from mlconv.errors import PassFailure  # noqa: E402
+from mlconv.frontends.tf_importer import import_tf  # noqa: E402
+from mlconv.passes.core_layout_nchw import CoreLayoutNchwPass, count_transposes  # noqa: E402
+from mlconv.passes.tf_to_core import TfToCorePass  # noqa: E402
+
+SIZE = 64
+# Bump when a model builder changes, so cached SavedModels are rebuilt.
+CACHE_VERSION = "1"
+
+
+def randomize_batch_norms(model: keras.Model, seed: int) -> None:
+    """Non-trivial moving statistics, so a wrong batch-norm lowering cannot hide."""
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            weights = layer.get_weights()
+            shape = weights[-1].shape
+            values = {
+                "gamma": rng.uniform(0.5, 1.5, shape),
+                "beta": rng.normal(0, 0.1, shape),
+                "moving_mean": rng.normal(0, 0.5, shape),
+                "moving_variance": rng.uniform(0.5, 2.0, shape),
+            }
+            names = [w.path.split("/")[-1] for w in layer.weights]
+            layer.set_weights([values[n].astype(np.float32) for n in names])
+
+
+def transformer() -> keras.Model:
+    inputs = keras.Input((6, 16), batch_size=1)
+    attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="mha")(inputs, inputs)
+    x = keras.layers.LayerNormalization(name="ln1")(inputs + attn)
+    h = keras.layers.Dense(32, name="ff1")(x)
+    h = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=False))(h)
+    h = keras.layers.Dense(16, name="ff2")(h)
+    outputs = keras.layers.LayerNormalization(name="ln2")(x + h)
+    return keras.Model(inputs, outputs)
+
+
+def conv_bn_relu_pool() -> keras.Model:
+    """A small NHWC CNN touching every layout-sensitive op kind, dilated depthwise included
+    (Keras 3 lowers it through SpaceToBatchND/BatchToSpaceND)."""
+    inputs = keras.Input((16, 16, 3), batch_size=1)
+    x = keras.layers.ZeroPadding2D(((1, 0), (0, 1)))(inputs)
+    x = keras.layers.Conv2D(8, 3, strides=2, padding="valid")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.ReLU(6.0)(x)
+    y = keras.layers.DepthwiseConv2D(3, dilation_rate=2, padding="same")(x)
+    x = keras.layers.Concatenate()([x, y])
+    x = keras.layers.MaxPooling2D(3, strides=2, padding="same")(x)
+    x = keras.layers.AveragePooling2D(2, padding="same")(x)
+    x = keras.layers.Conv2D(4, 1, activation="sigmoid")(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    outputs = keras.layers.Softmax()(keras.layers.Dense(5)(x))
+    return keras.Model(inputs, outputs)
+
+
+def cnn(name: str):
+    application = getattr(keras.applications, name)
+    return lambda: application(input_shape=(SIZE, SIZE, 3), weights=None)
+
+
+MODELS = {
+    "MobileNetV2": (cnn("MobileNetV2"), [1, SIZE, SIZE, 3]),
+    "ResNet50": (cnn("ResNet50"), [1, SIZE, SIZE, 3]),
+    "EfficientNetB0": (cnn("EfficientNetB0"), [1, SIZE, SIZE, 3]),
+    "transformer": (transformer, [1, 6, 16]),
+    "conv_bn_relu_pool": (conv_bn_relu_pool, [1, 16, 16, 3]),
+}
+
+
+def save(model: keras.Model, shape, folder) -> None:
+    class Serving(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+            @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32, name="image")])
+            def serve(image):
+                return {"output": self.model(image, training=False)}
+
+            self.serve = serve
+
+    module = Serving()
+    tf.saved_model.save(module, str(folder), signatures={"serving_default": module.serve})
+
+
+@pytest.fixture(scope="session")
+def saved_model(request):
+    """name -> (SavedModel folder, input, TensorFlow's output), built once per cache."""
+    root = request.config.cache.mkdir(f"mlconv-keras-savedmodels-v{CACHE_VERSION}")
+    built: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+
+    def get(name: str):
+        if name not in built:
+            build, shape = MODELS[name]
+            folder = root / name
+            if not (folder / "saved_model.pb").is_file():
+                keras.utils.set_random_seed(0)
+                model = build()
+                randomize_batch_norms(model, seed=0)
+                save(model, shape, folder)
+            image = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+            serve = tf.saved_model.load(str(folder)).signatures["serving_default"]
+            reference = serve(tf.constant(image))["output"].numpy()
+            built[name] = (str(folder), image, reference)
+        return built[name]
+
+    return get
+
+
+def assert_close(actual: np.ndarray, reference: np.ndarray) -> float:
+    assert actual.shape == reference.shape
+    relative = float(np.abs(actual - reference).max() / np.abs(reference).max())
+    assert relative <= 1e-4, f"max |diff| is {relative:.2e} of max |reference|"
+    return relative
+
+
+def lowered(folder: str):
+    """(tf-to-core module, its transposes, the core-layout-nchw module, its transposes)."""
+    module = import_tf(folder)
+    TfToCorePass().apply(make_context(), module)
+    before = count_transposes(module)
+    laid_out = module.clone()
+    CoreLayoutNchwPass().apply(make_context(), laid_out)
+    laid_out.verify()
+    return module, before, laid_out, count_transposes(laid_out)
+
+
+@pytest.mark.parametrize("name", ["MobileNetV2", "ResNet50", "EfficientNetB0"])
+def test_cnn_matches_tensorflow_with_two_transposes_at_most(name, saved_model):
+    folder, image, reference = saved_model(name)
+    _, before, laid_out, after = lowered(folder)
+    assert before > 50  # one pair per convolution before the layout pass
+    assert after <= 2
+    (output,) = mlconv.compile(laid_out)(image)
+    assert_close(output, reference)
+
+
+def test_transformer_block_matches_tensorflow(saved_model):
+    folder, image, reference = saved_model("transformer")
+    (output,) = mlconv.compile(folder)(image)
+    assert_close(output, reference)
+
+
+def test_layout_pass_keeps_numerics(saved_model):
+    """The same inputs through the core IR before and after core-layout-nchw, and TF."""
+    folder, image, reference = saved_model("conv_bn_relu_pool")
+    module, before, laid_out, after = lowered(folder)
+    ops = collections.Counter(op.name for op in module.walk())
+    assert ops["core.SpaceToBatch"] == ops["core.BatchToSpace"] == 1
+    assert ops["core.GroupConvolution"] == 1 and ops["core.Pad"] == 1
+    assert before >= 10 and after == 1
+    (plain,) = mlconv.compile(module)(image)
+    (sunk,) = mlconv.compile(laid_out)(image)
+    np.testing.assert_allclose(sunk, plain, rtol=1e-5, atol=1e-6)
+    assert_close(sunk, reference)
+
+
+def test_compile_runs_the_layout_pass(saved_model):
+    folder, image, reference = saved_model("conv_bn_relu_pool")
+    module = import_tf(folder)
+    mlconv.api.lower_to_core(module)
+    assert count_transposes(module) == 1
+    assert_close(mlconv.compile(folder)(image)[0], reference)
+
+
+def test_unsupported_ops_are_reported_at_once(tmp_path):
+    class Strings(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def serve(self, x):
+            y = tf.math.cumsum(x) + tf.math.cumsum(x * 2.0)
+            return {"output": tf.math.bessel_i0e(y)}
+
+    module = Strings()
+    tf.saved_model.save(module, str(tmp_path), signatures={"serving_default": module.serve})
+    with pytest.raises(PassFailure) as error:
+        TfToCorePass().apply(make_context(), import_tf(str(tmp_path)))
+    message = str(error.value)
+    assert "2 TF op type(s)" in message
+    assert "tf.BesselI0e (1 node" in message and "tf.Cumsum (2 nodes" in message
