@@ -221,14 +221,9 @@ def depth_to_space(op, b):
 
 @lowering("SpaceToDepth", 1, 13, 28)
 def space_to_depth(op, b):
-    return [
-        b(
-            ci.SpaceToDepthOp,
-            op.operands[0],
-            block_size=b.attr(op, "blocksize"),
-            mode="blocks_first",
-        )
-    ]
+    # Opset 28 adds DepthToSpace's `mode`; before, the order was always DCR.
+    mode = _DEPTH_TO_SPACE_MODES[b.attr(op, "mode", "DCR")]
+    return [b(ci.SpaceToDepthOp, op.operands[0], block_size=b.attr(op, "blocksize"), mode=mode)]
 
 
 @lowering("ReverseSequence", 10, 28)
