@@ -7,11 +7,14 @@ from tables rather than one class each by hand.
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from mlconv.dialects.core_base import BOOL, FLOAT, STR, CoreOp, core_op
@@ -151,8 +154,13 @@ def _is_inf(x, *, detect_negative=True, detect_positive=True):
 
 def _clamp(x, *, min, max):  # noqa: A002 - OpenVINO's attribute names
     if jnp.issubdtype(x.dtype, jnp.integer):
-        lo, hi = jnp.ceil(min), jnp.floor(max)
-        return jnp.clip(x, lo.astype(x.dtype), hi.astype(x.dtype))
+        # Bounds outside the integer range (Clip-6's default +-FLT_MAX) must saturate, not
+        # wrap, when cast to the data's type.
+        # Python compares floats with ints exactly, where numpy would round int64's range.
+        info = np.iinfo(x.dtype)
+        lo = math.ceil(builtins.min(builtins.max(min, info.min), info.max))
+        hi = math.floor(builtins.min(builtins.max(max, info.min), info.max))
+        return jnp.clip(x, np.array(lo, x.dtype), np.array(hi, x.dtype))
     return jnp.clip(x, jnp.asarray(min, x.dtype), jnp.asarray(max, x.dtype))
 
 
