@@ -1,0 +1,58 @@
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tf-to-core)' --split-input-file | filecheck %s
+// RUN: not mlconv-opt %S/Inputs/tf-unsupported.mlir -p tf-to-core 2>&1 | filecheck %s --check-prefix=MISSING
+
+// Every unsupported TF op type at once, with its node count, before anything is rewritten.
+// MISSING: error: no lowering to core for 2 TF op type(s): tf.BesselI0e (1 node: bessel); tf.Cumsum (2 nodes: cumsum_a, cumsum_b)
+
+// NHWC Conv2D: NCHW data between transposes, HWIO filters already OIHW, SAME is same_upper;
+// BiasAdd adds along the last (channel) dim; Relu6 clamps; Identity disappears.
+// CHECK-LABEL: func.func @conv_relu6
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x8x8x3xf32>)
+// CHECK:         %[[B:.*]] = core.Constant {value = dense<[5.000000e-01, -5.000000e-01]> : tensor<2xf32>}
+// CHECK:         %[[P:.*]] = core.Constant {value = dense<[0, 3, 1, 2]> : tensor<4xi64>}
+// CHECK-NEXT:    %[[T:.*]] = "core.Transpose"(%[[X]], %[[P]]) : (tensor<1x8x8x3xf32>, tensor<4xi64>) -> tensor<1x3x8x8xf32>
+// CHECK-NEXT:    %[[W:.*]] = core.Constant {value = dense<1.000000e+00> : tensor<2x3x3x3xf32>}
+// CHECK-NEXT:    %[[C:.*]] = "core.Convolution"(%[[T]], %[[W]]) {strides = array<i64: 2, 2>, {{.*}}auto_pad = "same_upper"{{.*}}} : {{.*}} -> tensor<1x2x4x4xf32>
+// CHECK-NEXT:    %[[Q:.*]] = core.Constant {value = dense<[0, 2, 3, 1]> : tensor<4xi64>}
+// CHECK-NEXT:    %[[N:.*]] = "core.Transpose"(%[[C]], %[[Q]]) : {{.*}} -> tensor<1x4x4x2xf32>
+// CHECK-NEXT:    %[[A:.*]] = "core.Add"(%[[N]], %[[B]])
+// CHECK-NEXT:    %[[R:.*]] = "core.Clamp"(%[[A]]) {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64}
+// CHECK-NEXT:    func.return %[[R]]
+func.func @conv_relu6(%x: tensor<1x8x8x3xf32>) -> tensor<1x4x4x2xf32> {
+  %w = "tf.Const"() {value = dense<1.0> : tensor<3x3x3x2xf32>} : () -> tensor<3x3x3x2xf32>
+  %b = "tf.Const"() {value = dense<[0.5, -0.5]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %c = "tf.Conv2D"(%x, %w) {strides = [1, 2, 2, 1], padding = "SAME"} : (tensor<1x8x8x3xf32>, tensor<3x3x3x2xf32>) -> tensor<1x4x4x2xf32> loc("conv")
+  %a = "tf.BiasAdd"(%c, %b) : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %r = "tf.Relu6"(%a) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %i = "tf.Identity"(%r) : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  func.return %i : tensor<1x4x4x2xf32>
+}
+
+// -----
+
+// Erfc (Keras 3's exact GELU) is 1 - Erf; Rsqrt is 1 / Sqrt.
+// CHECK-LABEL: func.func @gelu_erfc
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK:         %[[ONE:.*]] = core.Constant {value = dense<1.000000e+00> : tensor<f32>}
+// CHECK-NEXT:    %[[ERF:.*]] = "core.Erf"(%[[X]])
+// CHECK-NEXT:    %[[E:.*]] = "core.Subtract"(%[[ONE]], %[[ERF]])
+// CHECK:         %[[S:.*]] = "core.Sqrt"(%[[E]])
+// CHECK-NEXT:    "core.Divide"({{.*}}, %[[S]])
+func.func @gelu_erfc(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %e = "tf.Erfc"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %r = "tf.Rsqrt"(%e) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// Reductions keep their axes operand; Squeeze's squeeze_dims become an axes constant.
+// CHECK-LABEL: func.func @mean_squeeze
+// CHECK:         %[[M:.*]] = "core.ReduceMean"(%{{.*}}, %{{.*}}) {keep_dims = true} : {{.*}} -> tensor<1x1x1x8xf32>
+// CHECK:         "core.Squeeze"(%[[M]], %{{.*}}) : {{.*}} -> tensor<8xf32>
+func.func @mean_squeeze(%x: tensor<1x4x4x8xf32>) -> tensor<8xf32> {
+  %axes = "tf.Const"() {value = dense<[1, 2]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %m = "tf.Mean"(%x, %axes) {keep_dims = true} : (tensor<1x4x4x8xf32>, tensor<2xi32>) -> tensor<1x1x1x8xf32>
+  %s = "tf.Squeeze"(%m) {squeeze_dims = [0, 1, 2]} : (tensor<1x1x1x8xf32>) -> tensor<8xf32>
+  func.return %s : tensor<8xf32>
+}
