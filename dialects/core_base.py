@@ -52,9 +52,11 @@ from xdsl.irdl import (
     opt_attr_def,
     opt_operand_def,
     result_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dense import numpy_dtype, to_numpy
@@ -107,6 +109,9 @@ DENSE = AttrKind("dense", DenseIntOrFPElementsAttr, lambda v: v, to_numpy)
 
 class CoreOp(IRDLOperation):
     """Base of all core ops. Subclasses are declared with `core_op`."""
+
+    # Core ops are functions of their operands: cse, dce and canonicalize may act on them.
+    traits = traits_def(Pure())
 
     VERSION: ClassVar[int] = 1
     OPERANDS: ClassVar[tuple[str, ...]] = ()

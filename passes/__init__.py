@@ -33,6 +33,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "core-infer-shapes": _ours("core_infer_shapes", "CoreInferShapesPass"),
     "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),
     "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
+    "core-fuse": _ours("core_fuse", "CoreFusePass"),
     # tf
     "tf-to-core": _ours("tf_to_core", "TfToCorePass"),
     "core-layout-nchw": _ours("core_layout_nchw", "CoreLayoutNchwPass"),

@@ -9,14 +9,16 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
+from mlconv.passes.core_fuse import CoreFusePass
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.core_to_tpu import CoreToTpuPass
 
 
 @dataclass(frozen=True)
 class CoreToTpuPipeline(ModulePass):
-    """Partial inference with every shape made static, then placement on the TPU:
-    core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-to-tpu."""
+    """Partial inference with every shape made static, fusion, then placement on the TPU:
+    core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
+    core-to-tpu."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""
@@ -25,6 +27,7 @@ class CoreToTpuPipeline(ModulePass):
         return [
             CoreInferShapesPass(input_shapes=self.input_shapes),
             CoreFoldConstantsPass(static_shape=True),
+            CoreFusePass(),
             CoreToTpuPass(),
         ]
 
