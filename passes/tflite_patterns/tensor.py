@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlconv.dense import numpy_dtype
 from mlconv.dialects import core
 from mlconv.passes.tflite_patterns import lowering
 
@@ -163,3 +164,15 @@ def pad(op, b):
 def padv2(op, b):
     fill = b.x(op, 2)
     return _pad(op, b, None if fill is None else b.reshape(fill, []))
+
+
+@lowering("SHAPE")
+def shape(op, b):
+    """A constant when the input's shape is static (as `tflite-to-core` makes it by default),
+    so the Keras `Shape -> StridedSlice -> Pack -> Reshape` chains fold away."""
+    x = b.x(op, 0)
+    out_type = op.results[0].type.get_element_type()
+    dims = x.type.get_shape()
+    if all(d >= 0 for d in dims):
+        return [b.const(np.asarray(dims), dtype=numpy_dtype(out_type))]
+    return [b(core.ShapeOfOp, x, output_type=out_type)]
