@@ -85,3 +85,21 @@ def assert_outputs_close(actual, expected, rtol: float, atol: float, what: str =
         a, e = np.asarray(a), np.asarray(e)
         assert a.shape == e.shape, f"{what} output {index}: shape {a.shape}, expected {e.shape}"
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=f"{what} output {index}")
+
+
+def expose_logits(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `model` that also outputs the input of each Softmax node.
+
+    The light models' weights are constant fills: their softmax outputs are uniform (0.001 for
+    every class) whatever the computation before, so comparing them alone proves little. The
+    logits do depend on every layer."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    outputs = {o.name for o in copy.graph.output}
+    for node in copy.graph.node:
+        if node.op_type == "Softmax" and node.input[0] not in outputs:
+            copy.graph.output.append(
+                onnx.helper.make_tensor_value_info(node.input[0], onnx.TensorProto.FLOAT, None)
+            )
+            outputs.add(node.input[0])
+    return copy
