@@ -14,7 +14,17 @@ from xdsl.ir import Dialect
 from mlconv.dialects.core_base import CoreOp, constant_value
 
 # Op families; a new family module is added here and nowhere else.
-FAMILIES = ("core_tensor", "core_elementwise", "core_nn", "core_tf", "core_control", "core_indexing")
+FAMILIES = (
+    "core_tensor",
+    "core_elementwise",
+    "core_nn",
+    "core_tf",
+    "core_control",
+    "core_indexing",
+    "core_conv",
+    "core_pool",
+    "core_norm",
+)
 
 OPS: list[type[CoreOp]] = [
     op for family in FAMILIES for op in importlib.import_module(f"mlconv.dialects.{family}").OPS
