@@ -23,16 +23,39 @@ from xdsl.dialects.builtin import NoneType, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from mlconv.dense import element_type
+from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects import core
 from mlconv.dialects.core_base import CoreOp, constant_value
-from mlconv.dialects.core_tensor import ConstantOp
+from mlconv.dialects.core_tensor import ConstantOp, reshape_target
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.passes.core_semantics import evaluate
 from mlconv.passes.onnx_patterns.builder import CoreBuilder
 
 TO_NCHW = (0, 3, 1, 2)
 TO_NHWC = (0, 2, 3, 1)
+
+
+def _reshape(data: np.ndarray, shape: np.ndarray, special_zero: bool = False) -> np.ndarray:
+    return data.reshape(reshape_target(data.shape, shape, special_zero))
+
+
+def _transpose(data: np.ndarray, order: np.ndarray) -> np.ndarray:
+    return np.transpose(data, [int(a) for a in order.reshape(-1)] or None)
+
+
+def _convert(data: np.ndarray, destination_type: Any) -> np.ndarray:
+    dtype = numpy_dtype(destination_type)
+    return data != 0 if dtype == np.bool_ else data.astype(dtype)
+
+
+_NUMPY_FOLDS: dict[type, Any] = {
+    core.AddOp: np.add,
+    core.SubtractOp: np.subtract,
+    core.MultiplyOp: np.multiply,
+    core.ReshapeOp: _reshape,
+    core.TransposeOp: _transpose,
+    core.ConvertOp: _convert,
+}
 
 
 class TfliteBuilder(CoreBuilder):
@@ -109,6 +132,9 @@ class TfliteBuilder(CoreBuilder):
     def __call__(
         self, op_class: type[CoreOp], *operands: Any, results: int | None = None, **attributes: Any
     ) -> Any:
+        folded = self._fold_numpy(op_class, operands, attributes)
+        if folded is not None:
+            return folded
         made = super().__call__(op_class, *operands, results=results, **attributes)
         values = made if isinstance(made, list) else [made]
         owner = values[0].owner
@@ -121,6 +147,24 @@ class TfliteBuilder(CoreBuilder):
                 Rewriter.replace_op(owner, constants, [c.output for c in constants])
                 values = [c.output for c in constants]
         return values if isinstance(made, list) else values[0]
+
+    def _fold_numpy(
+        self, op_class: type[CoreOp], operands: tuple[Any, ...], attributes: dict[str, Any]
+    ) -> SSAValue | None:
+        """Weights (dequantize, OHWI -> OIHW, reshapes) fold in numpy: the same IEEE f32
+        arithmetic as the op's semantics, without one XLA compilation per weight shape."""
+        fold = _NUMPY_FOLDS.get(op_class)
+        if fold is None or not all(isinstance(v, SSAValue) for v in operands):
+            return None
+        arrays = [constant_value(v) for v in operands]
+        if any(a is None for a in arrays):
+            return None
+        value = np.asarray(fold(*arrays, **attributes))
+        if value.dtype != np.result_type(*arrays) and op_class is not core.ConvertOp:
+            return None  # leave type promotion questions to the op's semantics
+        constant = ConstantOp.from_numpy(value)
+        self.insert(constant)
+        return constant.output
 
     def const(self, value: Any, dtype: Any = None) -> SSAValue:
         return super().const(np.asarray(value, dtype=dtype))
