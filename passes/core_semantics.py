@@ -103,15 +103,18 @@ def infer_result_types(op: CoreOp) -> list[TensorType] | None:
 
 
 def evaluate(op: CoreOp) -> list[np.ndarray] | None:
-    """The op's results when every operand is a constant, else None."""
+    """The op's results when every operand is a constant, else None: its traced semantics run
+    on numpy where that is exact (see jaxpr_numpy), through JAX otherwise."""
+    from mlconv.passes.jaxpr_numpy import evaluate_jaxpr
+
     try:
-        fn, dynamic = bound_semantics(op)
+        closed_jaxpr, dynamic = trace(op)
     except StaticOperandMissing:
         return None
     arrays = [constant_value(v) for v in dynamic]
     if any(a is None for a in arrays):
         return None
-    return [np.asarray(r) for r in _as_list(fn(*arrays))]
+    return evaluate_jaxpr(closed_jaxpr, arrays)
 
 
 @lru_cache(maxsize=4096)
