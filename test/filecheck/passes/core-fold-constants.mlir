@@ -2,7 +2,7 @@
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(core-fold-constants{static-shape=true})' --split-input-file | filecheck %s --check-prefix=STATIC
 
 // Arithmetic on constants becomes constants; ops on inputs stay. (The constants that fed the
-// folded ops stay behind unused: core.Constant is not marked Pure, so dce keeps them too.)
+// folded ops stay behind unused, for dce to remove.)
 // CHECK-LABEL: func.func @arithmetic
 // CHECK-SAME:    (%[[X:.*]]: tensor<3xf32>)
 // CHECK-NOT:     core.Add
