@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from mlconv.dialects.core_base import INTS, STR, CoreOp, core_op
@@ -117,3 +119,179 @@ OPS: list[type[CoreOp]] = [
     ConvolutionOp,
     GroupConvolutionOp,
 ]
+
+
+def _transposed_convolve(
+    data, filters, groups, strides, pads_begin, pads_end, dilations, output_padding
+):
+    """Transposed convolution as a convolution of the input dilated by `strides` with the
+    flipped, in/out-swapped filters. `filters` is G x C_in/G x C_out/G x k..."""
+    spatial = data.ndim - 2
+    g, cin, cout = filters.shape[:3]
+    kernel = filters.shape[3:]
+    # (G, Cin/G, Cout/G, k) -> (G*Cout/G, Cin/G, k), flipped along the spatial dims.
+    merged = jnp.swapaxes(filters, 1, 2).reshape((g * cout, cin, *kernel))
+    merged = jnp.flip(merged, axis=tuple(range(2, 2 + spatial)))
+    padding = []
+    for i in range(spatial):
+        extent = (kernel[i] - 1) * dilations[i]
+        padding.append((extent - pads_begin[i], extent - pads_end[i] + output_padding[i]))
+    # Negative padding crops: convolve with the non-negative part, then slice.
+    positive = [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    out = lax.conv_general_dilated(
+        data,
+        merged.astype(data.dtype),
+        window_strides=(1,) * spatial,
+        padding=positive,
+        lhs_dilation=strides,
+        rhs_dilation=dilations,
+        dimension_numbers=_conv_dimension_numbers(data.ndim),
+        feature_group_count=groups,
+        preferred_element_type=data.dtype,
+    )
+    crop = [slice(None), slice(None)]
+    for i, (lo, hi) in enumerate(padding):
+        size = out.shape[2 + i]
+        crop.append(slice(max(-lo, 0), size - max(-hi, 0)))
+    return out[tuple(crop)]
+
+
+def _backprop_padding(
+    data, kernel, strides, dilations, pads_begin, pads_end, auto_pad, output_padding, output_shape
+):
+    """Explicit (pads_begin, pads_end) of a transposed convolution: from `output_shape` when
+    given (split as ONNX does: the odd unit goes to the end for same_upper, to the beginning
+    otherwise; a negative total extends the output), from auto_pad, else as given."""
+    spatial = data.ndim - 2
+    if output_shape is None and auto_pad in ("same_upper", "same_lower"):
+        output_shape = [data.shape[2 + i] * strides[i] for i in range(spatial)]
+    if output_shape is None:
+        if auto_pad == "valid":
+            return (0,) * spatial, (0,) * spatial
+        return tuple(pads_begin), tuple(pads_end)
+    begin, end = [], []
+    for i in range(spatial):
+        full = (
+            strides[i] * (data.shape[2 + i] - 1)
+            + (kernel[i] - 1) * dilations[i]
+            + 1
+            + output_padding[i]
+        )
+        total = full - int(output_shape[i])  # negative: the output is extended
+        if auto_pad == "same_upper":
+            begin.append(total // 2)
+            end.append(total - total // 2)
+        else:
+            begin.append(total - total // 2)
+            end.append(total // 2)
+    return tuple(begin), tuple(end)
+
+
+_BACKPROP = {
+    **_PADDING,
+    "dilations": INTS,
+    "output_padding": (INTS, ()),
+}
+
+
+@core_op(
+    operands=("data", "filters", "?output_shape"),
+    attributes=_BACKPROP,
+    static_operands=("output_shape",),
+)
+class ConvolutionBackpropDataOp(CoreOp):
+    """Transposed convolution, NC[D]HW data and C_in x C_out x [D]HW filters (OpenVINO opset1
+    ConvolutionBackpropData).
+
+    Output spatial size: stride*(in-1) + dilation*(k-1) + 1 - pads_begin - pads_end +
+    output_padding; with the optional `output_shape` (spatial dims) or auto_pad same_*, the
+    padding is derived so that the output has that size (same_*: in * stride). Example:
+
+        %y = "core.ConvolutionBackpropData"(%x, %w) {strides = array<i64: 2, 2>,
+               pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>,
+               dilations = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>)
+               -> tensor<1x2x7x7xf32>
+    """
+
+    name = "core.ConvolutionBackpropData"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(
+        data,
+        filters,
+        output_shape=None,
+        *,
+        strides,
+        pads_begin,
+        pads_end,
+        dilations,
+        auto_pad,
+        output_padding,
+    ):
+        spatial = data.ndim - 2
+        output_padding = tuple(output_padding) or (0,) * spatial
+        begin, end = _backprop_padding(
+            data,
+            filters.shape[2:],
+            strides,
+            dilations,
+            pads_begin,
+            pads_end,
+            auto_pad,
+            output_padding,
+            None if output_shape is None else np.asarray(output_shape).tolist(),
+        )
+        return _transposed_convolve(
+            data, filters[None], 1, strides, begin, end, dilations, output_padding
+        )
+
+
+@core_op(
+    operands=("data", "filters", "?output_shape"),
+    attributes=_BACKPROP,
+    static_operands=("output_shape",),
+)
+class GroupConvolutionBackpropDataOp(CoreOp):
+    """Grouped transposed convolution; filters G x C_in/G x C_out/G x [D]HW (OpenVINO opset1
+    GroupConvolutionBackpropData). Sizes as ConvolutionBackpropData. Example:
+
+        %y = "core.GroupConvolutionBackpropData"(%x, %w) {strides = array<i64: 1, 1>, ...}
+               : (tensor<1x4x3x3xf32>, tensor<2x2x3x3x3xf32>) -> tensor<1x6x5x5xf32>
+    """
+
+    name = "core.GroupConvolutionBackpropData"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(
+        data,
+        filters,
+        output_shape=None,
+        *,
+        strides,
+        pads_begin,
+        pads_end,
+        dilations,
+        auto_pad,
+        output_padding,
+    ):
+        spatial = data.ndim - 2
+        output_padding = tuple(output_padding) or (0,) * spatial
+        begin, end = _backprop_padding(
+            data,
+            filters.shape[3:],
+            strides,
+            dilations,
+            pads_begin,
+            pads_end,
+            auto_pad,
+            output_padding,
+            None if output_shape is None else np.asarray(output_shape).tolist(),
+        )
+        return _transposed_convolve(
+            data, filters, filters.shape[0], strides, begin, end, dilations, output_padding
+        )
+
+
+OPS += [ConvolutionBackpropDataOp, GroupConvolutionBackpropDataOp]

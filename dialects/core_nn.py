@@ -13,7 +13,9 @@ from mlconv.dialects.core_base import BOOL, CoreOp, core_op
 
 # Re-exported: the ops moved to their family modules keep their `core_nn` names.
 from mlconv.dialects.core_conv import (  # noqa: F401
+    ConvolutionBackpropDataOp,
     ConvolutionOp,
+    GroupConvolutionBackpropDataOp,
     GroupConvolutionOp,
     resolve_padding,
 )

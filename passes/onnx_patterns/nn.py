@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
+from mlconv.dense import element_type
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct
@@ -61,6 +63,33 @@ def conv(op, b):
             raise b.fail("a grouped convolution needs the static output-channel count of W")
         filters = b(ct.ReshapeOp, w, b.ints([group, shape[0] // group, -1, *shape[2:]]))
         y = b(nn.GroupConvolutionOp, x, filters, **attributes)
+    if bias is not None:
+        y = add_channel_bias(b, y, bias, spatial)
+    return [y]
+
+
+@lowering("ConvTranspose", 1, 11, 22)
+def conv_transpose(op, b):
+    """ConvolutionBackpropData (group 1) or GroupConvolutionBackpropData; ONNX's W is already
+    C_in x C_out/group x k... . `output_shape` becomes the core op's output_shape operand."""
+    x, w, bias = b.input(op, "X"), b.input(op, "W"), b.input(op, "B")
+    spatial = spatial_rank(b, w, op) if b.rank(w) else spatial_rank(b, x, op)
+    attributes = window_attributes(op, b, spatial)
+    attributes["dilations"] = b.attr(op, "dilations", [1] * spatial)
+    attributes["output_padding"] = b.attr(op, "output_padding", [0] * spatial)
+    output_shape = b.attr(op, "output_shape", None)
+    shape_operand = None
+    if output_shape:
+        shape_operand = b.ints(list(output_shape)[-spatial:])
+    group = b.attr(op, "group", 1)
+    if group == 1:
+        y = b(nn.ConvolutionBackpropDataOp, x, w, shape_operand, **attributes)
+    else:
+        shape = w.type.get_shape() if b.rank(w) else None
+        if shape is None or shape[0] < 0:
+            raise b.fail("a grouped transposed convolution needs the static shape of W")
+        filters = b(ct.ReshapeOp, w, b.ints([group, shape[0] // group, *shape[1:]]))
+        y = b(nn.GroupConvolutionBackpropDataOp, x, filters, shape_operand, **attributes)
     if bias is not None:
         y = add_channel_bias(b, y, bias, spatial)
     return [y]
@@ -221,10 +250,10 @@ def _normalized(b, x, axes, epsilon):
 def layer_normalization(op, b):
     """MVN over the axes from `axis` on, then scale and bias (broadcast from the right)."""
     x, scale, bias = b.input(op, "X"), b.input(op, "Scale"), b.input(op, "B")
-    if any(r.uses for r in list(op.results)[1:]):
-        raise b.fail("LayerNormalization's Mean/InvStdDev outputs are not supported")
     rank = _rank_of(b, x)
     axis = b.attr(op, "axis", -1) % rank
+    if any(r.uses for r in list(op.results)[1:]):
+        return _layer_normalization_with_statistics(op, b, x, scale, bias, rank, axis)
     y = b(
         ew.MultiplyOp,
         _normalized(b, x, list(range(axis, rank)), b.attr(op, "epsilon", 1e-5)),
@@ -233,6 +262,29 @@ def layer_normalization(op, b):
     if bias is not None:
         y = b(ew.AddOp, y, bias)
     return [y, None, None]
+
+
+def _layer_normalization_with_statistics(op, b, x, scale, bias, rank, axis):
+    """Mean and 1/sqrt(var + epsilon) over the axes from `axis` on (kept as size-1 dims, in
+    the stash type, float32 by default) are outputs too: the normalization is spelled out."""
+    stash = {1: np.float32, 10: np.float16, 11: np.float64, 16: ml_dtypes.bfloat16}.get(
+        b.attr(op, "stash_type", 1), np.float32
+    )
+    dtype = b.dtype(x)
+    wide = x if dtype == stash else b(ct.ConvertOp, x, destination_type=element_type(stash))
+    axes = b.ints(list(range(axis, rank)))
+    mean = b(ct.ReduceMeanOp, wide, axes, keep_dims=True)
+    centred = b(ew.SubtractOp, wide, mean)
+    variance = b(ct.ReduceMeanOp, b(ew.MultiplyOp, centred, centred), axes, keep_dims=True)
+    epsilon = b.const(b.attr(op, "epsilon", 1e-5), stash)
+    inv_std = b(ew.DivideOp, b.const(1.0, stash), b(ew.SqrtOp, b(ew.AddOp, variance, epsilon)))
+    y = b(ew.MultiplyOp, centred, inv_std)
+    if dtype != stash:
+        y = b(ct.ConvertOp, y, destination_type=element_type(dtype))
+    y = b(ew.MultiplyOp, y, scale)
+    if bias is not None:
+        y = b(ew.AddOp, y, bias)
+    return [y, mean, inv_std]
 
 
 @lowering("RMSNormalization", 23)
