@@ -1,0 +1,223 @@
+"""Issue 4 on real CNNs: Keras MobileNetV2, ResNet50, EfficientNetB0 and a transformer block
+from their .tflite files.
+
+The models are built with weights=None and a fixed seed, every BatchNormalization gets random
+moving statistics (so it is not the identity), and the classifier gives logits (no softmax, which
+would hide differences). Each is converted by TensorFlow's TFLiteConverter (float, and
+full-integer int8: representative dataset of a few random batches, int8 input and output).
+
+- float: `mlconv.compile` matches the Keras model's call and LiteRT within 1e-4 of the output's
+  largest magnitude;
+- int8: matches LiteRT within one quantization step;
+- the versions `tflite-op-versions` computes equal those TensorFlow wrote in every file;
+- the file `--export-tflite` writes (tflite-to-core, core-to-tflite) runs in LiteRT with the
+  same output, and its op versions are the ones `tflite-op-versions` computes.
+
+TensorFlow's converter takes most of the time (20-70 s a model on two cores), so the .tflite
+files and the Keras outputs are cached across sessions in pytest's cache folder
+(`.pytest_cache/d/tflite_models/<key>`, keyed by TensorFlow's version and `CACHE_VERSION`;
+`pytest --cache-clear` rebuilds them). A model is built only when a selected test needs it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+litert = pytest.importorskip("ai_edge_litert.interpreter")
+
+import mlconv  # noqa: E402
+from mlconv.backends.tflite_writer import export_tflite  # noqa: E402
+from mlconv.dialects import make_context  # noqa: E402
+from mlconv.dialects.tflite import TFLiteOperation  # noqa: E402
+from mlconv.frontends.tflite_importer import import_tflite  # noqa: E402
+from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass  # noqa: E402
+from mlconv.passes.tflite_to_core import TfliteToCorePass  # noqa: E402
+
+CACHE_VERSION = 1  # bump when a builder below changes
+
+
+def _random_batch_norm(model, seed: int):
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            weights = layer.get_weights()
+            shape = weights[-1].shape
+            stats = [rng.normal(0, 0.3, shape), rng.uniform(0.5, 2.0, shape)]
+            affine = [rng.uniform(0.5, 1.5, shape), rng.normal(0, 0.3, shape)]
+            affine = affine[: len(weights) - 2] if len(weights) < 4 else affine
+            layer.set_weights([w.astype(np.float32) for w in affine + stats])
+    return model
+
+
+def _mobilenet_v2():
+    keras.utils.set_random_seed(0)
+    model = keras.applications.MobileNetV2(
+        input_shape=(96, 96, 3), alpha=0.35, weights=None, classifier_activation=None
+    )
+    return _random_batch_norm(model, 0)
+
+
+def _resnet50():
+    keras.utils.set_random_seed(1)
+    model = keras.applications.ResNet50(
+        input_shape=(64, 64, 3), weights=None, classifier_activation=None
+    )
+    return _random_batch_norm(model, 1)
+
+
+def _efficientnet_b0():
+    keras.utils.set_random_seed(2)
+    model = keras.applications.EfficientNetB0(
+        input_shape=(64, 64, 3), weights=None, classifier_activation=None
+    )
+    return _random_batch_norm(model, 2)
+
+
+def _transformer_block():
+    keras.utils.set_random_seed(3)
+    x = keras.Input((16, 32), batch_size=1, name="tokens")
+    attention = keras.layers.MultiHeadAttention(4, 8)(x, x)
+    h = keras.layers.LayerNormalization()(x + attention)
+    f = keras.layers.Dense(64, activation="gelu")(h)
+    f = keras.layers.Dense(32)(f)
+    return keras.Model(x, keras.layers.LayerNormalization()(h + f))
+
+
+BUILDERS = {
+    "mobilenet_v2": _mobilenet_v2,
+    "resnet50": _resnet50,
+    "efficientnet_b0": _efficientnet_b0,
+    "transformer": _transformer_block,
+}
+NAMES = list(BUILDERS)
+
+
+def _convert(model, shape, int8: bool) -> bytes:
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if int8:
+        rng = np.random.default_rng(0)
+
+        def representative():
+            for _ in range(4):
+                yield [rng.standard_normal(shape).astype(np.float32)]
+
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+class Models:
+    """name -> folder with float.tflite, int8.tflite, x.npy (input) and keras.npy (its output),
+    built on first use."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __call__(self, name: str):
+        folder = self.folder / name
+        if not (folder / "done").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            model = BUILDERS[name]()
+            shape = (1, *model.inputs[0].shape[1:])
+            x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+            np.save(folder / "x.npy", x)
+            np.save(folder / "keras.npy", np.asarray(model(x)))
+            for kind in ("float", "int8"):
+                (folder / f"{kind}.tflite").write_bytes(_convert(model, shape, kind == "int8"))
+            (folder / "done").write_text("")
+        return folder
+
+
+@pytest.fixture(scope="session")
+def models(request, tmp_path_factory):
+    cache = getattr(request.config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        return Models(tmp_path_factory.mktemp("tflite_models"))
+    return Models(cache.mkdir("tflite_models") / f"tf{tf.__version__}-v{CACHE_VERSION}")
+
+
+def _litert(path, x):
+    interpreter = litert.Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+
+def _quantized_input(path, x):
+    interpreter = litert.Interpreter(model_path=str(path))
+    scale, zero_point = interpreter.get_input_details()[0]["quantization"]
+    return np.clip(np.round(x / scale) + zero_point, -128, 127).astype(np.int8)
+
+
+def _relative(got, expected) -> float:
+    return float(np.abs(got - expected).max() / np.abs(expected).max())
+
+
+def _versions(module) -> list[tuple[str, str, int]]:
+    return [
+        (op.operator, str(op.location), op.version.value.data)
+        for op in module.walk()
+        if isinstance(op, TFLiteOperation)
+    ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float_matches_keras_and_litert(models, name):
+    folder = models(name)
+    x = np.load(folder / "x.npy")
+    (got,) = mlconv.compile(str(folder / "float.tflite"))(x)
+    expected = np.load(folder / "keras.npy")
+    assert got.shape == expected.shape and got.dtype == np.float32
+    assert _relative(got, expected) <= 1e-4, f"{name} vs Keras: {_relative(got, expected)}"
+    lite = _litert(folder / "float.tflite", x)
+    assert _relative(got, lite) <= 1e-4, f"{name} vs LiteRT: {_relative(got, lite)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_int8_matches_litert(models, name):
+    path = models(name) / "int8.tflite"
+    x = _quantized_input(path, np.load(path.parent / "x.npy"))
+    (got,) = mlconv.compile(str(path))(x)
+    expected = _litert(path, x)
+    assert got.dtype == np.int8 and got.shape == expected.shape
+    steps = np.abs(got.astype(np.int32) - expected.astype(np.int32)).max()
+    assert steps <= 1, f"{name}: {steps} quantization steps"
+
+
+@pytest.mark.parametrize("kind", ["float", "int8"])
+@pytest.mark.parametrize("name", NAMES)
+def test_op_versions_equal_tensorflow(models, name, kind):
+    module = import_tflite(models(name) / f"{kind}.tflite")
+    written = _versions(module)
+    TfliteOpVersionsPass().apply(make_context(), module)
+    computed = _versions(module)
+    differ = [(w, c[2]) for w, c in zip(written, computed, strict=True) if w != c]
+    assert not differ, f"(operator, location, version in the file) -> computed: {differ[:5]}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_export_round_trip(models, name, tmp_path):
+    folder = models(name)
+    module = import_tflite(folder / "float.tflite")
+    TfliteToCorePass().apply(make_context(), module)
+    out = tmp_path / "exported.tflite"
+    export_tflite(module, out)
+    x = np.load(folder / "x.npy")
+    expected = _litert(folder / "float.tflite", x)
+    got = _litert(out, x)
+    assert got.shape == expected.shape
+    assert _relative(got, expected) <= 1e-5, f"{name}: {_relative(got, expected)}"
+    written = import_tflite(out)
+    versions = _versions(written)
+    TfliteOpVersionsPass().apply(make_context(), written)
+    assert versions == _versions(written)
