@@ -2,6 +2,17 @@
 
 Weights are never turned into Python lists: a 25M-parameter model would take minutes to build
 and print that way. `to_dense_attr` wraps `array.tobytes()`, `to_numpy` is `np.frombuffer`.
+
+Low-precision element types (ml_dtypes <-> builtin): float8_e4m3fn/e5m2/e4m3fnuz/e5m2fnuz
+(`f8E4M3FN`, `f8E5M2`, `f8E4M3FNUZ`, `f8E5M2FNUZ`), float4_e2m1fn (`f4E2M1FN`), int4/uint4/
+int2/uint2 (`i4`, `ui4`, `i2`, `ui2`). Their dense attributes hold one element per byte, never
+packed: floats as ml_dtypes stores them (the code in the low bits), unsigned integers as their
+value, and signed `i4`/`i2` *sign-extended* to a full int8 byte. That is the form xDSL's
+printer and parser agree on: it prints and reads each byte as the element's integer value, so
+ml_dtypes' own int4 bytes (-4 stored as 0x0C) would print as `12` and parse back as 0xFC.
+One limitation remains in xDSL's text form: a float8 NaN or infinity in a constant of 100
+elements or fewer (printed in decimal, not hex) is printed as its bit pattern (`0x7f`) and read
+back as that integer value, so such constants do not survive printing; in memory they are exact.
 """
 
 from __future__ import annotations
@@ -13,6 +24,11 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    Float4E2M1FNType,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -38,11 +54,28 @@ _DTYPE_TO_TYPE: dict[np.dtype, Attribute] = {
     np.dtype(ml_dtypes.bfloat16): BFloat16Type(),
     np.dtype(np.float32): Float32Type(),
     np.dtype(np.float64): Float64Type(),
+    np.dtype(ml_dtypes.float8_e4m3fn): Float8E4M3FNType(),
+    np.dtype(ml_dtypes.float8_e5m2): Float8E5M2Type(),
+    np.dtype(ml_dtypes.float8_e4m3fnuz): Float8E4M3FNUZType(),
+    np.dtype(ml_dtypes.float8_e5m2fnuz): Float8E5M2FNUZType(),
+    np.dtype(ml_dtypes.float4_e2m1fn): Float4E2M1FNType(),
+    np.dtype(ml_dtypes.int4): IntegerType(4),
+    np.dtype(ml_dtypes.uint4): IntegerType(4, Signedness.UNSIGNED),
+    np.dtype(ml_dtypes.int2): IntegerType(2),
+    np.dtype(ml_dtypes.uint2): IntegerType(2, Signedness.UNSIGNED),
 }
+# Signed sub-byte integers are stored sign-extended, one int8 per element (module docstring).
+_SUB_BYTE_SIGNED = (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.int2))
 _TYPE_TO_DTYPE: dict[Attribute, np.dtype] = {t: d for d, t in _DTYPE_TO_TYPE.items()}
 # Signless integers (MLIR's default `i32`) read as signed.
 _TYPE_TO_DTYPE.update(
     {IntegerType(w, Signedness.SIGNED): np.dtype(f"int{w}") for w in (8, 16, 32, 64)}
+)
+_TYPE_TO_DTYPE.update(
+    {
+        IntegerType(4, Signedness.SIGNED): np.dtype(ml_dtypes.int4),
+        IntegerType(2, Signedness.SIGNED): np.dtype(ml_dtypes.int2),
+    }
 )
 
 
@@ -69,9 +102,14 @@ def tensor_type(shape: tuple[int | None, ...] | list[int], dtype: np.dtype | typ
 
 
 def to_dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A dense attribute over the array's bytes (bool stored as one byte per element)."""
+    """A dense attribute over the array's bytes (bool, int4 and int2 stored as one int8 per
+    element)."""
     array = np.asarray(array)  # not ascontiguousarray: it turns 0-d arrays into 1-d
-    data = array.astype(np.int8) if array.dtype == np.bool_ else array
+    data = (
+        array.astype(np.int8)
+        if array.dtype == np.bool_ or array.dtype in _SUB_BYTE_SIGNED
+        else array
+    )
     return DenseIntOrFPElementsAttr(
         tensor_type(array.shape, array.dtype), BytesAttr(data.tobytes(order="C"))
     )
@@ -80,10 +118,12 @@ def to_dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
 def to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The attribute's values as a numpy array of its shape (splats are broadcast)."""
     dtype = numpy_dtype(attr.get_element_type())
-    storage = np.int8 if dtype == np.bool_ else dtype
-    flat = np.frombuffer(attr.data.data, dtype=storage)
+    by_int8 = dtype == np.bool_ or dtype in _SUB_BYTE_SIGNED
+    flat = np.frombuffer(attr.data.data, dtype=np.int8 if by_int8 else dtype)
     if dtype == np.bool_:
         flat = flat != 0
+    elif by_int8:
+        flat = flat.astype(dtype)
     shape = attr.get_shape()
     size = int(np.prod(shape, dtype=np.int64))
     if flat.size == 1 and size != 1:
@@ -97,3 +137,27 @@ def static_shape(tensor: Attribute) -> tuple[int, ...] | None:
         return None
     shape = tuple(tensor.get_shape())
     return None if any(d < 0 for d in shape) else shape
+
+
+def _print_without_type(self: DenseIntOrFPElementsAttr, printer) -> None:
+    """xDSL 0.74 unpacks every element of a dense attribute into Python numbers before it
+    prints one, only to test for a splat (0.8 s per million floats). Large constants are
+    tested on their bytes and printed as hex directly; the text is the same as xDSL's."""
+    length = len(self)
+    if length <= 100:
+        return _xdsl_print_without_type(self, printer)
+    raw = self.data.data
+    size = len(raw) // length
+    printer.print_string("dense")
+    with printer.in_angle_brackets():
+        if raw == raw[:size] * length:
+            first = DenseIntOrFPElementsAttr(
+                TensorType(self.get_element_type(), [1]), BytesAttr(raw[:size])
+            )
+            self._print_one_elem(first.get_values()[0], printer)
+        else:
+            printer.print_string(f'"0x{raw.hex().upper()}"')
+
+
+_xdsl_print_without_type = DenseIntOrFPElementsAttr.print_without_type
+DenseIntOrFPElementsAttr.print_without_type = _print_without_type
