@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.irdl import attr_def, irdl_op_definition, result_def
@@ -242,6 +243,11 @@ class ConvertOp(CoreOp):
     """Cast elements to `destination_type`; float to integer truncates toward zero
     (OpenVINO opset1 Convert).
 
+    Float to float rounds to nearest even and does not saturate: a value beyond the target's
+    range becomes inf, or NaN for the float8 types without inf (f8E4M3FN, the FNUZ types);
+    f4E2M1FN has neither and clamps. Float to i4/ui4/i2/ui2 truncates, then wraps
+    modulo 2^bits as integer narrowing does (XLA alone would saturate; ONNX wraps). Example:
+
         %y = "core.Convert"(%x) {destination_type = i64} : (tensor<4xf32>) -> tensor<4xi64>
     """
 
@@ -252,7 +258,16 @@ class ConvertOp(CoreOp):
     def semantics(arg, *, destination_type):
         if destination_type == np.bool_:
             return arg != 0
+        if np.dtype(destination_type) in _SUB_BYTE_INTEGERS and jnp.issubdtype(
+            arg.dtype, jnp.floating
+        ):
+            arg = arg.astype(np.int64)
         return arg.astype(destination_type)
+
+
+_SUB_BYTE_INTEGERS = tuple(
+    np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
+)
 
 
 @core_op(operands=("cond", "then", "else_"), attributes={"auto_broadcast": (STR, "numpy")})
