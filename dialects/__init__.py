@@ -11,6 +11,8 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 from xdsl.ir import Dialect
 
+import mlconv.dense  # noqa: F401 - installs the fast printer for large dense constants
+
 
 def _lazy(module: str, attribute: str) -> Callable[[], Dialect]:
     return lambda: getattr(importlib.import_module(f"mlconv.dialects.{module}"), attribute)
