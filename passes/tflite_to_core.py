@@ -52,6 +52,12 @@ def _storage(t: TensorType, static: bool) -> TensorType:
     return TensorType(element, dims)
 
 
+def _is_storage(value: SSAValue, qtype: UniformQuantizedType) -> bool:
+    """A pattern that computes the integers itself (as LiteRT does) returns storage values."""
+    t = value.type
+    return isinstance(t, TensorType) and t.get_element_type() == qtype.storage_type
+
+
 def unsupported(module: ModuleOp) -> dict[str, list[str]]:
     """Builtin operator -> locations, for every tflite op without a lowering."""
     patterns = load_patterns()
@@ -99,7 +105,8 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool) -> None:
             for result, value in zip(op.results, values, strict=True):
                 qtype = _qtype(result)
                 if qtype is not None:
-                    value = builder.quantize(value, qtype)
+                    if not _is_storage(value, qtype):
+                        value = builder.quantize(value, qtype)
                     qtypes[value] = qtype
                 result.replace_all_uses_with(value)
             Rewriter.erase_op(op)
