@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import itertools
 
+import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
+from xdsl.dialects.builtin import Float32Type
 
+from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
@@ -196,10 +200,40 @@ def clip_with_inputs(op, b):
     return [result]
 
 
+# Cast-19+ `saturate` (default 1) for the float8 targets: out-of-range values and infinities
+# become the largest finite value of their sign, as onnx.numpy_helper.saturate_cast computes.
+# core.Convert itself never saturates (inf, or NaN where the type has no inf), which is what
+# saturate=0 asks for. float4 E2M1 has no inf/NaN and clamps in any case; NaN stays NaN.
+FLOAT8_MAX = {
+    np.dtype(t): float(ml_dtypes.finfo(t).max)
+    for t in (
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e4m3fnuz,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e5m2fnuz,
+    )
+}
+
+
+def _convert(op, b, data, target):
+    """Convert `data` to the element type `target`, saturating float8 results if asked."""
+    high = FLOAT8_MAX.get(numpy_dtype(target))
+    if high is not None and b.attr(op, "saturate", 1):
+        if not jnp.issubdtype(b.dtype(data), jnp.floating):
+            data = b(ct.ConvertOp, data, destination_type=Float32Type())
+        data = b(ew.ClampOp, data, min=-high, max=high)
+    return b(ct.ConvertOp, data, destination_type=target)
+
+
+@lowering("Cast", 1, 6, 9, 13, 19, 21, 23, 24, 25, 28)
+def cast(op, b):
+    return [_convert(op, b, op.operands[0], op.results[0].type.get_element_type())]
+
+
 @lowering("CastLike", 15, 19, 21, 23, 24, 25)
 def cast_like(op, b):
     data, like = op.operands
-    return [b(ct.ConvertOp, data, destination_type=like.type.get_element_type())]
+    return [_convert(op, b, data, like.type.get_element_type())]
 
 
 # Det has no OpenVINO op; for the small matrices models use, the Leibniz formula over

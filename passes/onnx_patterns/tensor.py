@@ -131,12 +131,6 @@ def gather(op, b):
     return [b(ct.GatherOp, data, indices, b.ints(b.attr(op, "axis", 0)))]
 
 
-@lowering("Cast", 1, 6, 9, 13, 19, 21, 23, 24, 25, 28)
-def cast(op, b):
-    target = op.results[0].type.get_element_type()
-    return [b(ct.ConvertOp, op.operands[0], destination_type=target)]
-
-
 @lowering("Expand", 8, 13)
 def expand(op, b):
     data, shape = op.operands
