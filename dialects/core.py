@@ -24,6 +24,7 @@ FAMILIES = (
     "core_conv",
     "core_pool",
     "core_norm",
+    "core_image",
 )
 
 OPS: list[type[CoreOp]] = [

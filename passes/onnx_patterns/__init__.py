@@ -21,7 +21,16 @@ Pattern = Callable[..., list[Any]]
 
 PATTERNS: dict[tuple[str, int], Pattern] = {}
 
-FAMILIES = ("elementwise", "activations", "nn", "tensor", "control", "reduce", "indexing")
+FAMILIES = (
+    "elementwise",
+    "activations",
+    "nn",
+    "tensor",
+    "control",
+    "reduce",
+    "indexing",
+    "image",
+)
 
 
 def lowering(op_type: str, *since_versions: int) -> Callable[[Pattern], Pattern]:
