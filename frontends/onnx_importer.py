@@ -12,8 +12,10 @@ builds `func.func @main`:
 - `func.return` of the graph outputs, `{mlconv.name = "<output>"}`.
 
 The module carries `onnx.opset_import = {"" = 17 : i64, ...}`. Anything the dialect cannot
-express (non-default domains, unknown op types, string/float8 tensors, sequence/map/optional
-values) is a `FrontendError`, one line.
+express (non-default domains, unknown op types, string and FLOAT8E8M0 tensors,
+sequence/map/optional values) is a `FrontendError`, one line. Element types are those of
+`mlconv.dense`: float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ), FLOAT4E2M1 and INT4/UINT4/INT2/UINT2
+included; packed sub-byte initializers are unpacked by `onnx.numpy_helper.to_array`.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def _element_type(data_type: int, what: str) -> Attribute:
 
 
 def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
-    _element_type(tensor.data_type, what)  # reject strings and float8 first
+    _element_type(tensor.data_type, what)  # reject strings and unsupported types first
     try:
         return onnx.numpy_helper.to_array(tensor)
     except Exception as err:  # noqa: BLE001 - truncated or inconsistent tensor data
