@@ -25,6 +25,7 @@ FAMILIES = (
     "core_pool",
     "core_norm",
     "core_image",
+    "core_rnn",
 )
 
 OPS: list[type[CoreOp]] = [

@@ -30,6 +30,7 @@ FAMILIES = (
     "reduce",
     "indexing",
     "image",
+    "rnn",
 )
 
 
