@@ -21,6 +21,8 @@ files and the Keras outputs are cached across sessions in pytest's cache folder
 
 from __future__ import annotations
 
+import fcntl
+import io
 import os
 
 import numpy as np
@@ -123,33 +125,62 @@ def _convert(model, shape, int8: bool) -> bytes:
 
 
 class Models:
-    """name -> folder with float.tflite, int8.tflite, x.npy (input) and keras.npy (its output),
-    built on first use."""
+    """(name, kind) -> the folder holding `<kind>.tflite` ("float" or "int8"), x.npy (the input)
+    and keras.npy (the Keras model's output on it), built on first use.
+
+    Each file is made under an exclusive lock on `<name>.<kind>.lock`, so two xdist workers
+    needing the same model wait for one conversion instead of both converting; float and int8
+    of one model are separate files (two workers can convert them at the same time). Files are
+    written to a temporary name and renamed: a reader never sees half a file."""
 
     def __init__(self, folder):
         self.folder = folder
+        self.built: dict[str, object] = {}
 
-    def __call__(self, name: str):
+    def _model(self, name: str):
+        if name not in self.built:
+            self.built[name] = BUILDERS[name]()
+        return self.built[name]
+
+    @staticmethod
+    def _write(path, data: bytes) -> None:
+        partial = path.with_name(path.name + f".{os.getpid()}.partial")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+
+    def __call__(self, name: str, kind: str = "float"):
         folder = self.folder / name
-        if not (folder / "done").exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            model = BUILDERS[name]()
-            shape = (1, *model.inputs[0].shape[1:])
-            x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
-            np.save(folder / "x.npy", x)
-            np.save(folder / "keras.npy", np.asarray(model(x)))
-            for kind in ("float", "int8"):
-                (folder / f"{kind}.tflite").write_bytes(_convert(model, shape, kind == "int8"))
-            (folder / "done").write_text("")
+        target = folder / f"{kind}.tflite"
+        if target.exists():
+            return folder
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"{kind}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.exists():
+                model = self._model(name)
+                shape = (1, *model.inputs[0].shape[1:])
+                x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+                if not (folder / "keras.npy").exists():
+                    buffer = io.BytesIO()
+                    np.save(buffer, x)
+                    self._write(folder / "x.npy", buffer.getvalue())
+                    buffer = io.BytesIO()
+                    np.save(buffer, np.asarray(model(x)))
+                    self._write(folder / "keras.npy", buffer.getvalue())
+                self._write(target, _convert(model, shape, kind == "int8"))
         return folder
 
 
 @pytest.fixture(scope="session")
 def models(request, tmp_path_factory):
     cache = getattr(request.config, "cache", None)
-    if cache is None:  # -p no:cacheprovider
-        return Models(tmp_path_factory.mktemp("tflite_models"))
-    return Models(cache.mkdir("tflite_models") / f"tf{tf.__version__}-v{CACHE_VERSION}")
+    if cache is not None:
+        return Models(cache.mkdir("tflite_models") / f"tf{tf.__version__}-v{CACHE_VERSION}")
+    # -p no:cacheprovider: the run's temporary root, which all xdist workers share.
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return Models(base / "tflite_models")
 
 
 def _litert(path, x):
@@ -192,7 +223,7 @@ def test_float_matches_keras_and_litert(models, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_int8_matches_litert(models, name):
-    path = models(name) / "int8.tflite"
+    path = models(name, "int8") / "int8.tflite"
     x = _quantized_input(path, np.load(path.parent / "x.npy"))
     (got,) = mlconv.compile(str(path))(x)
     expected = _litert(path, x)
@@ -204,7 +235,7 @@ def test_int8_matches_litert(models, name):
 @pytest.mark.parametrize("kind", ["float", "int8"])
 @pytest.mark.parametrize("name", NAMES)
 def test_op_versions_equal_tensorflow(models, name, kind):
-    module = import_tflite(models(name) / f"{kind}.tflite")
+    module = import_tflite(models(name, kind) / f"{kind}.tflite")
     written = _versions(module)
     TfliteOpVersionsPass().apply(make_context(), module)
     computed = _versions(module)
