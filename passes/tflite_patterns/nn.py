@@ -4,8 +4,101 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlconv.dense import element_type
 from mlconv.dialects import core
+from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.passes.tflite_patterns import lowering
+
+# --- int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED as XNNPACK computes them ------------------
+# LiteRT runs these through XNNPACK by default (qs8/qc8w kernels, "fp32" requantization):
+#   acc = sum (q_in - zp_in) * q_w + bias          exact, int32
+#   q_out = clamp(round_half_even(float32(acc) * s) + zp_out, lo, hi)
+# with s = float32(scale_in * scale_w[c] / scale_out) per output channel and [lo, hi] the int8
+# range narrowed by the fused activation. Dequantizing, computing in f32 and rounding once
+# (the generic path) differs by a step now and then, and deep networks add those steps up.
+# The accumulation runs in f32 when it is exact there: every partial sum is bounded by
+# 255 * sum|q_w| + |bias| per channel, and below 2^24 each is an exactly representable integer
+# in any summation order; otherwise in int32 (slower on XLA's CPU backend, but exact).
+
+_EXACT_F32 = 2**24
+
+
+def _int8(qtype) -> bool:
+    if not isinstance(qtype, UniformQuantizedType):
+        return False
+    storage = qtype.storage_type
+    return storage.width.data == 8 and storage.signedness.data.name != "UNSIGNED"
+
+
+def _result_qtype(op):
+    element = op.results[0].type.get_element_type()
+    return element if isinstance(element, UniformQuantizedType) else None
+
+
+def _integer_operands(op, b):
+    """(q_in value, q_in qtype, weights int array, weight scales, bias int array or None,
+    q_out qtype), or None when the op is not int8 x int8 (symmetric weights) -> int8."""
+    source = b.raw(op, 0)
+    qin, qout = b.qtypes.get(source), _result_qtype(op)
+    weights = b.raw(op, 1)
+    qw = b.qtypes.get(weights)
+    if not (_int8(qin) and _int8(qout) and _int8(qw)):
+        return None
+    if qin.is_per_axis or qout.is_per_axis or any(z != 0 for z in qw.zero_point_values()):
+        return None
+    w = b.static(op, 1).astype(np.int64)
+    bias = None
+    if not b.absent(op, 2):
+        bias = b.static(op, 2)
+        if bias.dtype.kind != "i":
+            return None
+        bias = bias.astype(np.int64).reshape(-1)
+    return source, qin, w, np.asarray(qw.scale_values(), np.float32), bias, qout
+
+
+def _requantize(op, b, acc, channel_axis: int, qin, w_scales, qout):
+    """float32(acc) * s, rounded half to even, + zp_out, clamped (fused activation too)."""
+    (scale_in,), (scale_out,) = qin.scale_values(), qout.scale_values()
+    (zp_out,) = qout.zero_point_values()
+    s = (np.float32(scale_in) * w_scales) / np.float32(scale_out)
+    rank = len(b.shape(acc))
+    shape = [1] * rank
+    shape[channel_axis] = -1
+    s = s.reshape(shape) if s.size > 1 else s.reshape(())
+    if b.dtype(acc) != np.float32:
+        acc = b(core.ConvertOp, acc, destination_type=element_type(np.float32))
+    y = b(core.RoundOp, b(core.MultiplyOp, acc, b.const(s)), mode="half_to_even")
+    if zp_out:
+        y = b(core.AddOp, y, b.const(np.float32(zp_out)))
+    low, high = -128.0, 127.0
+    activation = op.options().get("fused_activation_function", "NONE")
+    bounds = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+    if activation not in bounds:
+        raise b.fail(f"fused activation {activation} on an int8 result is not supported")
+    if bounds[activation] is not None:
+        real_low, real_high = bounds[activation]
+
+        def q(v):
+            return float(np.rint(np.float32(v) / np.float32(scale_out) + np.float32(zp_out)))
+
+        low = max(low, q(real_low))
+        high = high if real_high is None else min(high, q(real_high))
+    y = b(core.ClampOp, y, min=low, max=high)
+    return b(core.ConvertOp, y, destination_type=element_type(np.int8))
+
+
+def _accumulator_dtype(w_abs_sums: np.ndarray, bias) -> type:
+    bound = 255 * w_abs_sums.max(initial=0) + (0 if bias is None else np.abs(bias).max(initial=0))
+    return np.float32 if bound < _EXACT_F32 else np.int32
+
+
+def _centered(b, source, qin, dtype):
+    """q_in - zp_in in `dtype`."""
+    (zp_in,) = qin.zero_point_values()
+    x = b(core.ConvertOp, source, destination_type=element_type(dtype))
+    if zp_in:
+        x = b(core.SubtractOp, x, b.const(np.asarray(zp_in, dtype)))
+    return x
 
 
 def _padding(op) -> str:
@@ -33,8 +126,23 @@ def _window(op, b, dilations=True) -> dict:
 
 @lowering("CONV_2D")
 def conv_2d(op, b):
+    integer = _integer_operands(op, b)
+    if integer is not None:
+        source, qin, w, w_scales, bias, qout = integer
+        dtype = _accumulator_dtype(np.abs(w).reshape(w.shape[0], -1).sum(1), bias)
+        x = b.nchw(_centered(b, source, qin, dtype))
+        filters = b.const(w.transpose(0, 3, 1, 2).astype(dtype))
+        acc = _convolve(op, b, x, filters)
+        if bias is not None:
+            acc = b(core.AddOp, acc, b.const(bias.astype(dtype).reshape(1, -1, 1, 1)))
+        return [b.nhwc(_requantize(op, b, acc, 1, qin, w_scales, qout))]
     x = b.nchw(b.x(op, 0))
     filters = b.transpose(b.x(op, 1), (0, 3, 1, 2))  # OHWI -> OIHW
+    y = b.fused(op, _bias(b, _convolve(op, b, x, filters), b.x(op, 2)))
+    return [b.nhwc(y)]
+
+
+def _convolve(op, b, x, filters):
     channels = b.shape(x)[1]
     out_channels, per_group = b.shape(filters)[:2]
     if per_group == channels:
@@ -44,23 +152,36 @@ def conv_2d(op, b):
         kh, kw = b.shape(filters)[2:]
         grouped = b.reshape(filters, [groups, out_channels // groups, per_group, kh, kw])
         y = b(core.GroupConvolutionOp, x, grouped, **_window(op, b))
-    y = b.fused(op, _bias(b, y, b.x(op, 2)))
-    return [b.nhwc(y)]
+    return y
 
 
 @lowering("DEPTHWISE_CONV_2D")
 def depthwise_conv_2d(op, b):
+    integer = _integer_operands(op, b)
+    if integer is not None:
+        source, qin, w, w_scales, bias, qout = integer
+        dtype = _accumulator_dtype(np.abs(w).reshape(-1, w.shape[-1]).sum(0), bias)
+        x = b.nchw(_centered(b, source, qin, dtype))
+        filters = _depthwise_filters(b, x, b.const(w.astype(dtype)))
+        acc = b(core.GroupConvolutionOp, x, filters, **_window(op, b))
+        if bias is not None:
+            acc = b(core.AddOp, acc, b.const(bias.astype(dtype).reshape(1, -1, 1, 1)))
+        return [b.nhwc(_requantize(op, b, acc, 1, qin, w_scales, qout))]
     x = b.nchw(b.x(op, 0))
-    channels = b.shape(x)[1]
-    _, kh, kw, total = b.shape(b.raw(op, 1))
-    multiplier = total // channels
-    # 1 x H x W x (C*M) -> C x M x 1 x H x W (GroupConvolution's G x O/G x I/G x H x W).
-    filters = b.reshape(b.x(op, 1), [kh, kw, channels, multiplier])
-    filters = b.transpose(filters, (2, 3, 0, 1))
-    filters = b.reshape(filters, [channels, multiplier, 1, kh, kw])
+    filters = _depthwise_filters(b, x, b.x(op, 1))
     y = b(core.GroupConvolutionOp, x, filters, **_window(op, b))
     y = b.fused(op, _bias(b, y, b.x(op, 2)))
     return [b.nhwc(y)]
+
+
+def _depthwise_filters(b, x, weights):
+    """1 x H x W x (C*M) -> C x M x 1 x H x W (GroupConvolution's G x O/G x I/G x H x W)."""
+    channels = b.shape(x)[1]
+    _, kh, kw, total = b.shape(weights)
+    multiplier = total // channels
+    filters = b.reshape(weights, [kh, kw, channels, multiplier])
+    filters = b.transpose(filters, (2, 3, 0, 1))
+    return b.reshape(filters, [channels, multiplier, 1, kh, kw])
 
 
 def _pool(op_class, **extra):
@@ -89,17 +210,30 @@ def fully_connected(op, b):
     o = op.options()
     if o["weights_format"] != "DEFAULT":
         raise b.fail(f"weights_format {o['weights_format']} is not supported")
-    x = b.x(op, 0)
+    integer = _integer_operands(op, b)
+    if integer is not None:
+        source, qin, w, w_scales, bias, qout = integer
+        dtype = _accumulator_dtype(np.abs(w).sum(1), bias)
+        x = _flatten(op, b, _centered(b, source, qin, dtype), w.shape[1])
+        acc = b(core.MatMulOp, x, b.const(w.astype(dtype)), transpose_b=True)
+        if bias is not None:
+            acc = b(core.AddOp, acc, b.const(bias.astype(dtype)))
+        rank = len(b.shape(acc))
+        return [_requantize(op, b, acc, rank - 1, qin, w_scales, qout)]
     weights = b.x(op, 1)
     units, depth = b.shape(weights)
-    shape = b.shape(x)
-    if not o["keep_num_dims"] and len(shape) != 2:
-        x = b.reshape(x, [-1, depth])
+    x = _flatten(op, b, b.x(op, 0), depth)
     y = b(core.MatMulOp, x, weights, transpose_b=True)
     bias = b.x(op, 2)
     if bias is not None:
         y = b(core.AddOp, y, bias)
     return [b.fused(op, y)]
+
+
+def _flatten(op, b, x, depth: int):
+    if not op.options()["keep_num_dims"] and len(b.shape(x)) != 2:
+        return b.reshape(x, [-1, depth])
+    return x
 
 
 @lowering("BATCH_MATMUL")
