@@ -13,6 +13,7 @@ import onnx
 from xdsl.dialects.builtin import UnrankedTensorType, i64
 from xdsl.rewriter import Rewriter
 
+from mlconv.dialects import core_elementwise as ce
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
@@ -78,7 +79,12 @@ def split(op, b):
     rank = b.rank(data)
     size = data.type.get_shape()[axis % rank] if rank else -1
     if size < 0:
-        raise b.fail("an even split needs a static size of the split axis")
+        # ceil(size / count)-sized chunks, the last one the rest, computed from ShapeOf so it
+        # folds once the size is known.
+        dim = b(ct.GatherOp, b(ct.ShapeOfOp, data), b.ints([axis]), b.ints(0))
+        chunk = b(ce.DivideOp, b(ce.AddOp, dim, b.ints([count - 1])), b.ints([count]))
+        parts = b(ct.ConcatOp, [b(ct.BroadcastOp, chunk, b.ints([count - 1])), b.ints([-1])], axis=0)
+        return b(ci.VariadicSplitOp, data, b.ints(axis), parts, results=count)
     if size % count == 0:
         return b(ci.SplitOp, data, b.ints(axis), num_splits=count, results=count)
     # Opset 18's num_outputs: ceil-sized chunks, the last one smaller.

@@ -47,14 +47,29 @@ REDUCTIONS = {
 }
 
 
-def _all_axes_if_empty(b, axes, rank: int):
-    """`axes`, or every axis when `axes` turns out empty: Concat(axes, range(rank)[:n]) with
-    n = rank if size(axes) == 0 else 0, from the shape of `axes` only."""
+# Ranks beyond this are not expected; the slice below takes the first rank(x) of them.
+_MAX_RANK = 64
+
+
+def every_axis(b, x):
+    """range(rank(x)) as a 1-D i64 value. Without a known rank (an expanded function body
+    before shape inference) it is sliced from an iota by ShapeOf(ShapeOf(x)), which folds
+    once the rank is known."""
+    rank = b.rank(x)
+    if rank is not None:
+        return b.ints(list(range(rank)))
+    rank_value = b(ct.ShapeOfOp, b(ct.ShapeOfOp, x))
+    return b(ci.SliceOp, b.ints(list(range(_MAX_RANK))), b.ints([0]), rank_value, b.ints([1]))
+
+
+def _all_axes_if_empty(b, axes, every):
+    """`axes`, or `every` axis when `axes` turns out empty: Concat(axes, every[:n]) with
+    n = len(every) if size(axes) == 0 else 0, from the shape of `axes` only."""
     size = b(ct.ShapeOfOp, axes)
     empty = b(ce.EqualOp, size, b.ints([0]))
-    count = b(ct.SelectOp, empty, b.ints([rank]), b.ints([0]))
-    every = b(ci.SliceOp, b.ints(list(range(rank))), b.ints([0]), count, b.ints([1]))
-    return b(ct.ConcatOp, [b(ct.ConvertOp, axes, destination_type=i64), every], axis=0)
+    count = b(ct.SelectOp, empty, b(ct.ShapeOfOp, every), b.ints([0]))
+    head = b(ci.SliceOp, every, b.ints([0]), count, b.ints([1]))
+    return b(ct.ConcatOp, [b(ct.ConvertOp, axes, destination_type=i64), head], axis=0)
 
 
 def reduction_axes(op, b, x):
@@ -68,17 +83,9 @@ def reduction_axes(op, b, x):
     noop = b.attr(op, "noop_with_empty_axes", 0)
     known = b.constant(axes) if axes is not None else None
     if axes is None or (known is not None and known.size == 0):
-        if noop:
-            return None
-        rank = b.rank(x)
-        if rank is None:
-            raise b.fail("needs the rank of its input to reduce over all axes")
-        return b.ints(list(range(rank)))
+        return None if noop else every_axis(b, x)
     if known is None and not noop:
-        rank = b.rank(x)
-        if rank is None:
-            raise b.fail("needs the rank of its input when its axes are not a constant")
-        return _all_axes_if_empty(b, axes, rank)
+        return _all_axes_if_empty(b, axes, every_axis(b, x))
     return axes
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
 
@@ -80,10 +81,11 @@ def flatten(op, b):
 def transpose(op, b):
     x = op.operands[0]
     perm = op.onnx_attr("perm")
+    if perm is None and b.rank(x) is None:
+        # core.Transpose with an empty order reverses the dims, ONNX's default, at any rank.
+        return [b(ct.TransposeOp, x, b.const(np.zeros(0, np.int64)))]
     if perm is None:
         rank = b.rank(x)
-        if rank is None:
-            raise b.fail("needs the rank of its input or a perm")
         perm = list(reversed(range(rank)))
     return [b(ct.TransposeOp, x, b.ints(perm))]
 
@@ -116,13 +118,11 @@ def shape(op, b):
     x = op.operands[0]
     result = b(ct.ShapeOfOp, x)
     start, end = b.attr(op, "start", 0), op.onnx_attr("end")
-    rank = b.rank(x)
     if start == 0 and end is None:
         return [result]
-    if rank is None:
-        raise b.fail("Shape with start/end needs the rank of its input")
-    indices = list(range(rank))[slice(start, end)]
-    return [b(ct.GatherOp, result, b.ints(indices), b.ints(0))]
+    # Slice clamps start/end to the rank as ONNX does, so the rank need not be known yet.
+    stop = np.iinfo(np.int64).max if end is None else end
+    return [b(ci.SliceOp, result, b.ints([start]), b.ints([stop]), b.ints([1]))]
 
 
 @lowering("Gather", 1, 11, 13)
