@@ -11,6 +11,9 @@ and the first locations).
   (i8); each op computes in f32 on dequantized operands, `(q - zero_point) * scale`, and each
   quantized result is requantized, `clamp(round(x / scale) + zero_point)` rounding half away
   from zero, as LiteRT's reference kernels do. Constants (weights, int32 biases) fold to f32.
+  Exceptions compute the integers as LiteRT's default (XNNPACK) kernels do and return storage
+  values: int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (exact integer accumulation, fp32
+  requantization, `tflite_patterns/nn.py`) and int8 -> int8 QUANTIZE.
 - Shapes: a dynamic input dim (TFLite's shape signature -1) takes the size TFLite itself runs
   with, 1, unless `keep-dynamic=true`.
 - Locations: every core op is located at its TFLite op's (its first output tensor's name).

@@ -6,6 +6,7 @@ import numpy as np
 
 from mlconv.dense import element_type
 from mlconv.dialects import core
+from mlconv.dialects.core_base import constant_value
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.passes.tflite_patterns import lowering
 
@@ -46,13 +47,16 @@ def _integer_operands(op, b):
         return None
     if qin.is_per_axis or qout.is_per_axis or any(z != 0 for z in qw.zero_point_values()):
         return None
-    w = b.static(op, 1).astype(np.int64)
+    w = constant_value(weights)
+    if w is None:
+        return None
     bias = None
     if not b.absent(op, 2):
-        bias = b.static(op, 2)
-        if bias.dtype.kind != "i":
+        bias = constant_value(b.raw(op, 2))
+        if bias is None or bias.dtype.kind != "i":
             return None
         bias = bias.astype(np.int64).reshape(-1)
+    w = w.astype(np.int64)
     return source, qin, w, np.asarray(qw.scale_values(), np.float32), bias, qout
 
 

@@ -101,8 +101,8 @@ NAMES = list(BUILDERS)
 
 # int8 bound in quantization steps, per model (1 unless listed). CONV_2D, DEPTHWISE_CONV_2D and
 # FULLY_CONNECTED compute as XNNPACK does (exact integer accumulation, fp32 requantization), and
-# the three CNNs then match LiteRT exactly; the transformer's elementwise ops (GELU, softmax,
-# layer-norm arithmetic on dequantized values) still round differently from LiteRT by 1 at most.
+# the three CNNs then match LiteRT exactly; the transformer (its other int8 ops still compute on
+# dequantized values) differs by 1 at most.
 STEPS: dict[str, int] = {}
 
 
