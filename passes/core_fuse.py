@@ -72,8 +72,8 @@ class FuseConvolutionBatchNorm(RewritePattern):
             **conv.attribute_values(),
         )
         add = _build(ew.AddOp, [new_conv.output, new_bias.output], op.output.type, op.location)
-        rewriter.replace_op(op, [new_weights, new_bias, new_conv, add], [add.output])
-        rewriter.erase_op(conv)
+        rewriter.replace(op, [new_weights, new_bias, new_conv, add], [add.output])
+        rewriter.erase(conv)
 
 
 def _scalar(value: SSAValue) -> float | None:
@@ -111,7 +111,7 @@ class FuseSwishFromSigmoid(RewritePattern):
                 continue
             operands = [x] if beta is None else [x, _as_scalar(beta, op, rewriter)]
             swish = _build(ew.SwishOp, operands, op.output.type, op.location)
-            rewriter.replace_op(op, swish, [swish.output])
+            rewriter.replace(op, swish, [swish.output])
             return
 
 
@@ -121,7 +121,7 @@ def _as_scalar(beta: SSAValue, anchor: Operation, rewriter: PatternRewriter) -> 
     if array is not None and array.ndim == 0:
         return beta
     constant = _constant(np.asarray(array).reshape(()), anchor.location)
-    rewriter.insert_op(constant)
+    rewriter.insert(constant)
     return constant.output
 
 
@@ -145,7 +145,7 @@ class FuseSwishFromDivision(RewritePattern):
                 continue
             operands = [x] if beta is None else [x, _as_scalar(beta, op, rewriter)]
             swish = _build(ew.SwishOp, operands, op.output.type, op.location)
-            rewriter.replace_op(op, swish, [swish.output])
+            rewriter.replace(op, swish, [swish.output])
             return
 
 
