@@ -26,6 +26,7 @@ FAMILIES = (
     "core_norm",
     "core_image",
     "core_rnn",
+    "core_vision",
     "core_quant",
 )
 

@@ -31,6 +31,7 @@ FAMILIES = (
     "indexing",
     "image",
     "rnn",
+    "misc",
     "quant",
 )
 

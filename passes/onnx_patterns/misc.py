@@ -1,0 +1,123 @@
+"""ONNX ops without a family of their own: GridSample, NonMaxSuppression, LpPool and
+GlobalLpPool, Hardmax, LpNormalization."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mlconv.dense import element_type
+from mlconv.dialects import core_elementwise as ew
+from mlconv.dialects import core_indexing as ci
+from mlconv.dialects import core_nn as nn
+from mlconv.dialects import core_tensor as ct
+from mlconv.dialects import core_vision as vision
+from mlconv.passes.onnx_patterns import lowering
+from mlconv.passes.onnx_patterns.nn import spatial_rank, window_attributes
+
+_GRID_MODES = {
+    "linear": "bilinear",
+    "bilinear": "bilinear",
+    "nearest": "nearest",
+    "cubic": "bicubic",
+    "bicubic": "bicubic",
+}
+
+
+@lowering("GridSample", 16, 20, 22)
+def grid_sample(op, b):
+    mode = b.attr(op, "mode", "linear")
+    if mode not in _GRID_MODES:
+        raise b.fail(f"unknown mode '{mode}'")
+    return [
+        b(
+            vision.GridSampleOp,
+            b.input(op, "X"),
+            b.input(op, "grid"),
+            align_corners=bool(b.attr(op, "align_corners", 0)),
+            mode=_GRID_MODES[mode],
+            padding_mode=b.attr(op, "padding_mode", "zeros"),
+        )
+    ]
+
+
+@lowering("NonMaxSuppression", 10, 11)
+def non_max_suppression(op, b):
+    """The thresholds and the per-class maximum become static operands: a model that feeds
+    them (or the boxes) as inputs is specialized on their values."""
+    return [
+        b(
+            vision.NonMaxSuppressionOp,
+            b.input(op, "boxes"),
+            b.input(op, "scores"),
+            b.input(op, "max_output_boxes_per_class"),
+            b.input(op, "iou_threshold"),
+            b.input(op, "score_threshold"),
+            center_point_box=bool(b.attr(op, "center_point_box", 0)),
+        )
+    ]
+
+
+def _lp_sum_root(b, x, p, reduce):
+    """(reduce(|x|^p))^(1/p), with `reduce` summing windows or axes."""
+    dtype = b.dtype(x)
+    powered = b(ew.PowerOp, b(ew.AbsOp, x), b.const(p, dtype))
+    return b(ew.PowerOp, reduce(powered), b.const(1.0 / p, dtype))
+
+
+@lowering("LpPool", 1, 2, 11, 18, 22)
+def lp_pool(op, b):
+    x = b.input(op, "X")
+    spatial = spatial_rank(b, x, op)
+    if b.attr(op, "ceil_mode", 0):
+        raise b.fail("LpPool with ceil_mode is not supported")
+    kernel = op.onnx_attr("kernel_shape")
+
+    def window_sum(v):
+        mean = b(
+            nn.AvgPoolOp,
+            v,
+            kernel=kernel,
+            exclude_pad=False,
+            dilations=b.attr(op, "dilations", [1] * spatial),
+            **window_attributes(op, b, spatial),
+        )
+        return b(ew.MultiplyOp, mean, b.const(math.prod(kernel), b.dtype(v)))
+
+    return [_lp_sum_root(b, x, b.attr(op, "p", 2), window_sum)]
+
+
+@lowering("GlobalLpPool", 1, 2, 22)
+def global_lp_pool(op, b):
+    x = op.operands[0]
+    rank = b.rank(x)
+    if rank is None:
+        raise b.fail("needs the rank of its input")
+    axes = b.ints(list(range(2, rank)))
+    return [
+        _lp_sum_root(b, x, b.attr(op, "p", 2), lambda v: b(ct.ReduceSumOp, v, axes, keep_dims=True))
+    ]
+
+
+@lowering("Hardmax", 13)
+def hardmax(op, b):
+    """1 at the first maximum along `axis`, 0 elsewhere."""
+    x = op.operands[0]
+    axis = b.ints(b.attr(op, "axis", -1))
+    top = b(ct.ReduceMaxOp, x, axis, keep_dims=True)
+    is_max = b(ew.EqualOp, x, top)
+    count = b(ci.CumSumOp, b(ct.ConvertOp, is_max, destination_type=element_type(np.int64)), axis)
+    first = b(ew.LogicalAndOp, is_max, b(ew.EqualOp, count, b.ints(1)))
+    return [b(ct.ConvertOp, first, destination_type=x.type.get_element_type())]
+
+
+@lowering("LpNormalization", 1, 22)
+def lp_normalization(op, b):
+    x = op.operands[0]
+    p = b.attr(op, "p", 2)
+    reduce = {1: ct.ReduceL1Op, 2: ct.ReduceL2Op}.get(p)
+    if reduce is None:
+        raise b.fail(f"p must be 1 or 2, not {p}")
+    norm = b(reduce, x, b.ints([b.attr(op, "axis", -1)]), keep_dims=True)
+    return [b(ew.DivideOp, x, norm)]
