@@ -1,4 +1,4 @@
-"""ONNX ops without a family of their own: GridSample, NonMaxSuppression, LpPool and
+"""ONNX ops without a family of their own: GridSample, NonMaxSuppression, DFT, STFT, LpPool and
 GlobalLpPool, Hardmax, LpNormalization."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from mlconv.dense import element_type
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_nn as nn
+from mlconv.dialects import core_signal as signal
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_vision as vision
 from mlconv.passes.onnx_patterns import lowering
@@ -121,3 +122,43 @@ def lp_normalization(op, b):
         raise b.fail(f"p must be 1 or 2, not {p}")
     norm = b(reduce, x, b.ints([b.attr(op, "axis", -1)]), keep_dims=True)
     return [b(ew.DivideOp, x, norm)]
+
+
+def _dft(op, b, axis):
+    return [
+        b(
+            signal.DFTOp,
+            b.input(op, "input"),
+            axis,
+            b.input(op, "dft_length"),
+            inverse=bool(b.attr(op, "inverse", 0)),
+            onesided=bool(b.attr(op, "onesided", 0)),
+        )
+    ]
+
+
+@lowering("DFT", 17)
+def dft_17(op, b):
+    """`axis` is an attribute (default 1)."""
+    return _dft(op, b, b.ints(b.attr(op, "axis", 1)))
+
+
+@lowering("DFT", 20)
+def dft_20(op, b):
+    """`axis` is an input (default -2)."""
+    axis = b.input(op, "axis")
+    return _dft(op, b, b.ints(-2) if axis is None else axis)
+
+
+@lowering("STFT", 17)
+def stft(op, b):
+    return [
+        b(
+            signal.STFTOp,
+            b.input(op, "signal"),
+            b.input(op, "frame_step"),
+            b.input(op, "window"),
+            b.input(op, "frame_length"),
+            onesided=bool(b.attr(op, "onesided", 1)),
+        )
+    ]
