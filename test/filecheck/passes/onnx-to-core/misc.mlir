@@ -1,0 +1,37 @@
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(onnx-to-core)' --split-input-file | filecheck %s
+
+// GridSample-22's "cubic" is core.GridSample's "bicubic"; the other attributes carry over.
+// CHECK-LABEL: func.func @grid_sample_bicubic_border
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x1x4x4xf32>, %[[G:.*]]: tensor<1x6x6x2xf32>)
+// CHECK-NOT:     onnx.
+// CHECK:         %[[Y:.*]] = "core.GridSample"(%[[X]], %[[G]]) {align_corners = true, mode = "bicubic", padding_mode = "border"} : (tensor<1x1x4x4xf32>, tensor<1x6x6x2xf32>) -> tensor<1x1x6x6xf32>
+// CHECK:         func.return %[[Y]] : tensor<1x1x6x6xf32>
+builtin.module attributes {onnx.opset_import = {"" = 22 : i64}} {
+  func.func @grid_sample_bicubic_border(%x: tensor<1x1x4x4xf32>, %g: tensor<1x6x6x2xf32>) -> tensor<1x1x6x6xf32> {
+    %y = "onnx.GridSample"(%x, %g) {align_corners = 1 : i64, mode = "cubic", padding_mode = "border"} : (tensor<1x1x4x4xf32>, tensor<1x6x6x2xf32>) -> tensor<1x1x6x6xf32>
+    func.return %y : tensor<1x1x6x6xf32>
+  }
+}
+
+// -----
+
+// Hardmax: 1 where x equals its maximum along the axis and no earlier element did.
+// CHECK-LABEL: func.func @hardmax_axis1
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NOT:     onnx.
+// CHECK:         %[[AXIS:.*]] = core.Constant {value = dense<1> : tensor<i64>}
+// CHECK:         %[[TOP:.*]] = "core.ReduceMax"(%[[X]], %[[AXIS]]) {keep_dims = true} : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x1xf32>
+// CHECK:         %[[IS_MAX:.*]] = "core.Equal"(%[[X]], %[[TOP]])
+// CHECK:         %[[COUNT_I:.*]] = "core.Convert"(%[[IS_MAX]]) {destination_type = i64}
+// CHECK:         %[[COUNT:.*]] = "core.CumSum"(%[[COUNT_I]], %[[AXIS]])
+// CHECK:         %[[ONE:.*]] = core.Constant {value = dense<1> : tensor<i64>}
+// CHECK:         %[[FIRST:.*]] = "core.Equal"(%[[COUNT]], %[[ONE]])
+// CHECK:         %[[HARD:.*]] = "core.LogicalAnd"(%[[IS_MAX]], %[[FIRST]])
+// CHECK:         %[[Y:.*]] = "core.Convert"(%[[HARD]]) {destination_type = f32} : (tensor<2x3xi1>) -> tensor<2x3xf32>
+// CHECK:         func.return %[[Y]] : tensor<2x3xf32>
+builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
+  func.func @hardmax_axis1(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %y = "onnx.Hardmax"(%x) {axis = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    func.return %y : tensor<2x3xf32>
+  }
+}
