@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -107,9 +108,14 @@ def save(model: keras.Model, shape, folder) -> None:
 
 
 @pytest.fixture(scope="session")
-def saved_model(request):
-    """name -> (SavedModel folder, input, TensorFlow's output), built once per cache."""
-    root = request.config.cache.mkdir(f"mlconv-keras-savedmodels-v{CACHE_VERSION}")
+def saved_model(request, tmp_path_factory):
+    """name -> (SavedModel folder, input, TensorFlow's output), built once per cache (or once
+    per worker under -p no:cacheprovider, as CI runs)."""
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        root = cache.mkdir(f"mlconv-keras-savedmodels-v{CACHE_VERSION}")
+    else:
+        root = tmp_path_factory.mktemp("savedmodels")
     built: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
 
     def get(name: str):
@@ -120,7 +126,13 @@ def saved_model(request):
                 keras.utils.set_random_seed(0)
                 model = build()
                 randomize_batch_norms(model, seed=0)
-                save(model, shape, folder)
+                # Save beside, then rename: another xdist worker may build the same model.
+                staging = root / f"{name}.{os.getpid()}"
+                save(model, shape, staging)
+                try:
+                    os.rename(staging, folder)
+                except OSError:
+                    shutil.rmtree(staging, ignore_errors=True)
             image = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
             serve = tf.saved_model.load(str(folder)).signatures["serving_default"]
             reference = serve(tf.constant(image))["output"].numpy()
