@@ -192,3 +192,28 @@ def _compile_body(block: Block, device: Any) -> Callable[..., list[Any]]:
 def compile_module(module: ModuleOp, device: str | None = None) -> CompiledModule:
     """The module's `@main` (tpu dialect) as a callable on `device` (cpu, gpu, tpu)."""
     return CompiledModule(module, device)
+
+
+def export_stablehlo(module: ModuleOp, out_path: str) -> None:
+    """Write `@main` as StableHLO text (`jax.jit(...).lower(...).as_text()`), weights included,
+    for XLA tools and runtimes outside Python. Lowers a copy of the module to tpu ops first
+    when it is still at a framework or core level."""
+    from mlconv.api import lower_to_tpu
+
+    if any(not op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk()):
+        module = lower_to_tpu(module.clone())
+    main = _find_main(module)
+    regions = [op for op in main.body.block.ops if isinstance(op, tpu.RegionOp)]
+    if len(regions) != 1:
+        raise BackendError("StableHLO export needs @main to be exactly one tpu.region")
+    block = regions[0].body.block
+    constants = {
+        op: to_numpy(op.value) for op in regions[0].body.walk() if isinstance(op, tpu.ConstantOp)
+    }
+    specs = [
+        jax.ShapeDtypeStruct(tuple(a.type.get_shape()), numpy_dtype(a.type.get_element_type()))
+        for a in block.args
+    ]
+    text = jax.jit(lambda *args: _interpret(block, constants, args)).lower(*specs).as_text()
+    with open(out_path, "w") as stream:
+        stream.write(text)
