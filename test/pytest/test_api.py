@@ -155,11 +155,20 @@ def test_lowering_a_dynamic_batch_is_one_line() -> None:
 
 
 def _unsupported_model() -> onnx.ModelProto:
-    """Relu (lowered) besides two STFT nodes and a MelWeightMatrix (no lowering)."""
+    """Relu (lowered) besides two TfIdfVectorizer nodes and a MelWeightMatrix (no lowering)."""
+    tfidf = {
+        "mode": "TF",
+        "min_gram_length": 1,
+        "max_gram_length": 1,
+        "max_skip_count": 0,
+        "ngram_counts": [0],
+        "ngram_indexes": [0],
+        "pool_int64s": [1],
+    }
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
-        helper.make_node("STFT", ["r", "step"], ["a"], name="stft_a"),
-        helper.make_node("STFT", ["r", "step"], ["b"], name="stft_b"),
+        helper.make_node("TfIdfVectorizer", ["ids"], ["a"], name="tfidf_a", **tfidf),
+        helper.make_node("TfIdfVectorizer", ["ids"], ["b"], name="tfidf_b", **tfidf),
         helper.make_node("MelWeightMatrix", ["n", "n", "n", "lo", "lo"], ["m"], name="mel"),
     ]
     graph = helper.make_graph(
@@ -167,7 +176,7 @@ def _unsupported_model() -> onnx.ModelProto:
         "unsupported",
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 1]),
-            helper.make_tensor_value_info("step", TensorProto.INT64, []),
+            helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 6]),
             helper.make_tensor_value_info("n", TensorProto.INT64, []),
             helper.make_tensor_value_info("lo", TensorProto.FLOAT, []),
         ],
@@ -190,7 +199,7 @@ def test_missing_lowerings_are_one_line_listing_every_op_version(tmp_path: Path)
         assert "\n" not in message
         assert "no lowering to core for 2 ONNX op version(s) at opset 17" in message
         assert "MelWeightMatrix-17 (1 node: mel)" in message
-        assert "STFT-17 (2 nodes: stft_a, stft_b)" in message
+        assert "TfIdfVectorizer-9 (2 nodes: tfidf_a, tfidf_b)" in message
         assert "Relu" not in message
 
 
