@@ -8,45 +8,13 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
-from mlconv.dialects.core_base import INT, INTS, STR, TYPE, CoreOp, core_op
+from mlconv.dialects.core_base import INTS, CoreOp, core_op
+from mlconv.dialects.core_indexing import EinsumOp, PadOp, TileOp, TopKOp  # noqa: F401
 
 
 def _ints(value) -> list[int]:
     return [int(v) for v in np.asarray(value).reshape(-1)]
-
-
-@core_op(
-    operands=("arg", "pads_begin", "pads_end", "?pad_value"),
-    attributes={"pad_mode": (STR, "constant")},
-    static_operands=("pads_begin", "pads_end"),
-)
-class PadOp(CoreOp):
-    """Pad every dim by pads_begin/pads_end (negative values crop) with a constant, or by
-    edge/reflect/symmetric values (OpenVINO opset12 Pad).
-
-        %y = "core.Pad"(%x, %b, %e, %v) {pad_mode = "constant"}
-               : (tensor<1x3x4x4xf32>, tensor<4xi64>, tensor<4xi64>, tensor<f32>)
-               -> tensor<1x3x6x6xf32>
-    """
-
-    name = "core.Pad"
-    VERSION = 12
-
-    @staticmethod
-    def semantics(arg, pads_begin, pads_end, pad_value=None, *, pad_mode):
-        begin, end = _ints(pads_begin), _ints(pads_end)
-        if pad_mode == "constant":
-            value = jnp.zeros((), arg.dtype) if pad_value is None else pad_value.astype(arg.dtype)
-            # lax.pad crops on negative pads, as OpenVINO does.
-            return lax.pad(
-                arg, value.reshape(()), [(b, e, 0) for b, e in zip(begin, end, strict=True)]
-            )
-        if min(begin + end) < 0:
-            raise ValueError(f"pad_mode {pad_mode} needs non-negative pads")
-        mode = {"edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}[pad_mode]
-        return jnp.pad(arg, list(zip(begin, end, strict=True)), mode=mode)
 
 
 def _mask(bits, rank: int) -> list[int]:
@@ -131,73 +99,6 @@ class StridedSliceOp(CoreOp):
         return data[index]
 
 
-@core_op(operands=("data", "repeats"), static_operands=("repeats",))
-class TileOp(CoreOp):
-    """Repeat the tensor `repeats[i]` times along dim i (OpenVINO opset1 Tile).
-
-    %y = "core.Tile"(%x, %r) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x3xf32>
-    """
-
-    name = "core.Tile"
-    VERSION = 1
-
-    @staticmethod
-    def semantics(data, repeats):
-        return jnp.tile(data, _ints(repeats))
-
-
-@core_op(operands=("*inputs",), attributes={"equation": STR})
-class EinsumOp(CoreOp):
-    """Einstein summation over the inputs by `equation` (OpenVINO opset7 Einsum).
-
-    %y = "core.Einsum"(%a, %b) {equation = "abc,cde->abde"}
-           : (tensor<1x6x16xf32>, tensor<16x2x8xf32>) -> tensor<1x6x2x8xf32>
-    """
-
-    name = "core.Einsum"
-    VERSION = 7
-
-    @staticmethod
-    def semantics(*inputs, equation):
-        dtype = inputs[0].dtype
-        return jnp.einsum(equation, *inputs, preferred_element_type=dtype)
-
-
-@core_op(
-    operands=("arg", "k"),
-    attributes={
-        "axis": INT,
-        "mode": STR,
-        "sort": (STR, "none"),
-        "index_element_type": (TYPE, np.dtype(np.int32)),
-    },
-    results=("values", "indices"),
-    static_operands=("k",),
-)
-class TopKOp(CoreOp):
-    """The k largest (`mode = "max"`) or smallest (`"min"`) elements along `axis` and their
-    indices; ties keep the lower index (OpenVINO opset11 TopK).
-
-        %v, %i = "core.TopK"(%x, %k) {axis = 1 : i64, mode = "max"}
-               : (tensor<1x10xf32>, tensor<i64>) -> (tensor<1x1xf32>, tensor<1x1xi32>)
-    """
-
-    name = "core.TopK"
-    VERSION = 11
-
-    @staticmethod
-    def semantics(arg, k, *, axis, mode, sort, index_element_type):
-        k = _ints(k)[0]
-        moved = jnp.moveaxis(arg, axis, -1)
-        values, indices = lax.top_k(moved if mode == "max" else -moved, k)
-        if mode != "max":
-            values = -values
-        return (
-            jnp.moveaxis(values, -1, axis),
-            jnp.moveaxis(indices, -1, axis).astype(index_element_type),
-        )
-
-
 @core_op(
     operands=("data", "block_shape", "pads_begin", "pads_end"),
     static_operands=("block_shape", "pads_begin", "pads_end"),
@@ -266,8 +167,8 @@ class BatchToSpaceOp(CoreOp):
         ]
 
 
-# Pad, Tile, Einsum and TopK are declared by the indexing family (core_indexing.py, issue 3);
-# the names here refer to those so the dialect registers each op once.
+# Pad, Tile, Einsum and TopK are the indexing family's (core_indexing.py); the TF lowerings
+# reach them through this module too.
 
 OPS: list[type[CoreOp]] = [
     StridedSliceOp,
