@@ -86,6 +86,34 @@ def print_module(module: ModuleOp, stream: IO[str]) -> None:
     stream.write("\n")
 
 
+def topological_order(nodes) -> list[tuple[int, onnx.NodeProto]]:
+    """(original index, node) with every node after the nodes producing its inputs; the
+    original order where it already is one (ONNX requires it of graphs, but function bodies
+    such as LinearAttention's define a constant after its first use). A cycle is an error."""
+    producer = {name: i for i, node in enumerate(nodes) for name in node.output if name}
+    needs = [
+        {producer[name] for name in node.input if name in producer and producer[name] != i}
+        for i, node in enumerate(nodes)
+    ]
+    emitted: set[int] = set()
+    order: list[tuple[int, onnx.NodeProto]] = []
+    pending = list(range(len(nodes)))
+    while pending:
+        waiting = []
+        for i in pending:
+            if needs[i] <= emitted:
+                emitted.add(i)
+                order.append((i, nodes[i]))
+            else:
+                waiting.append(i)
+        if len(waiting) == len(pending):
+            node = nodes[waiting[0]]
+            where = node.name or f"{node.op_type}_{waiting[0]}"
+            raise FrontendError(f"the graph has a cycle through node '{where}'")
+        pending = waiting
+    return order
+
+
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     return text[:300]
@@ -275,7 +303,7 @@ class _Importer:
         for sparse in graph.sparse_initializer:
             name = sparse.values.name
             self._constant(block, scope, name, _sparse_array(sparse, f"initializer '{name}'"))
-        for index, node in enumerate(graph.node):
+        for index, node in topological_order(graph.node):
             self._import_node(node, index, block, scope, types)
 
     def _constant(self, block: Block, scope: ChainMap, name: str, array: np.ndarray) -> None:

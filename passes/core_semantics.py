@@ -145,8 +145,18 @@ def trace(op: CoreOp) -> tuple[Any, list[SSAValue]]:
         if spec.lstrip("*?") in op.STATIC_OPERANDS
         for array in map(constant_value, group)
     )
-    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text.
-    key = (op.name, str(op.attributes), statics, structs, str(op) if op.regions else "")
+    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text,
+    # and on the values of constant operands, which body ops may read as static operands
+    # (LinearAttention's Scan got another case's scale factor before this).
+    body = ""
+    if op.regions:
+        constants = tuple(
+            (a.shape, a.dtype.str, a.tobytes())
+            for a in map(constant_value, op.operands)
+            if a is not None
+        )
+        body = (str(op), constants)
+    key = (op.name, str(op.attributes), statics, structs, body)
     return _trace_cached(_Holder(key, fn), structs), dynamic
 
 

@@ -163,21 +163,49 @@ def bind(function: onnx.FunctionProto, node: onnx.NodeProto) -> list[onnx.NodePr
     def name(value: str) -> str:
         return renamed.get(value, f"_{node.op_type}_{value}")
 
+    body_names = set(function.input) | {o for n in function.node for o in n.output}
+
+    def bind_attributes(source: onnx.NodeProto, target: onnx.NodeProto, shadowed: set[str]) -> None:
+        del target.attribute[:]
+        for attribute in source.attribute:
+            if attribute.ref_attr_name:
+                if attribute.ref_attr_name not in given:
+                    continue
+                value = onnx.AttributeProto()
+                value.CopyFrom(given[attribute.ref_attr_name])
+                value.name = attribute.name
+                target.attribute.append(value)
+                continue
+            value = onnx.AttributeProto()
+            value.CopyFrom(attribute)
+            for graph in ([value.g] if value.HasField("g") else []) + list(value.graphs):
+                bind_subgraph(graph, shadowed)
+            target.attribute.append(value)
+
+    def bind_subgraph(graph: onnx.GraphProto, shadowed: set[str]) -> None:
+        """Rename the body values a subgraph reads from its enclosing scope (If/Loop/Scan
+        bodies capture them by name), but not the names it defines itself."""
+        local = shadowed | {i.name for i in graph.input} | {t.name for t in graph.initializer}
+        local |= {o for n in graph.node for o in n.output}
+
+        def outer(value: str) -> str:
+            return name(value) if value in body_names and value not in local else value
+
+        for inner in graph.node:
+            inner.input[:] = [outer(v) for v in inner.input]
+            source = onnx.NodeProto()
+            source.CopyFrom(inner)
+            bind_attributes(source, inner, local)
+        for output in graph.output:
+            output.name = outer(output.name)
+
     nodes = []
     for inner in function.node:
         bound = onnx.NodeProto()
         bound.CopyFrom(inner)
         bound.input[:] = [name(v) for v in inner.input]
         bound.output[:] = [name(v) for v in inner.output]
-        del bound.attribute[:]
-        for attribute in inner.attribute:
-            if not attribute.ref_attr_name:
-                bound.attribute.append(attribute)
-            elif attribute.ref_attr_name in given:
-                value = onnx.AttributeProto()
-                value.CopyFrom(given[attribute.ref_attr_name])
-                value.name = attribute.name
-                bound.attribute.append(value)
+        bind_attributes(inner, bound, set())
         nodes.append(bound)
     return nodes
 
