@@ -33,6 +33,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import onnx as onnx_dialect
+from mlconv.dialects.segments import operand_groups, result_groups
 from mlconv.errors import FrontendError
 from mlconv.passes.onnx_to_core import default_opset
 
@@ -100,7 +101,7 @@ def expand_model(
     version, dependent = versions[-1]
     since = op.since_version(opset)
     slots = op.INPUT_SLOTS[since]
-    groups = _slot_groups(op)
+    groups = operand_groups(op)
     input_names, operands, graph_inputs = [], [], []
     for position, slot in enumerate(slots):
         if position >= len(schema.inputs):
@@ -117,7 +118,7 @@ def expand_model(
     while input_names and input_names[-1] == "":
         input_names.pop()
     # Absent optional outputs keep their position (an empty name), as in a NodeProto.
-    present = _result_groups(op)
+    present = result_groups(op)
     output_names, result_indices, graph_outputs = [], [], []
     flat_index = {id(r): i for i, r in enumerate(op.results)}
     for slot in op.OUTPUT_SLOTS[since]:
@@ -208,28 +209,6 @@ def bind(function: onnx.FunctionProto, node: onnx.NodeProto) -> list[onnx.NodePr
         bind_attributes(inner, bound, set())
         nodes.append(bound)
     return nodes
-
-
-def _slot_groups(op: onnx_dialect.OnnxOp) -> list[list[SSAValue]]:
-    definition = type(op).get_irdl_definition()
-    groups = []
-    for name, _ in definition.operands:
-        value = getattr(op, name)
-        groups.append(
-            [] if value is None else [value] if isinstance(value, SSAValue) else list(value)
-        )
-    return groups
-
-
-def _result_groups(op: onnx_dialect.OnnxOp) -> list[list[SSAValue]]:
-    definition = type(op).get_irdl_definition()
-    groups = []
-    for name, _ in definition.results:
-        value = getattr(op, name)
-        groups.append(
-            [] if value is None else [value] if isinstance(value, SSAValue) else list(value)
-        )
-    return groups
 
 
 def decompose_op(op: onnx_dialect.OnnxOp, opset: int) -> list[onnx_dialect.OnnxOp] | None:

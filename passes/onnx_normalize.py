@@ -26,6 +26,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype, to_dense_attr
 from mlconv.dialects import onnx as onnx_dialect
+from mlconv.dialects.segments import operand_groups, result_groups
 
 
 @dataclass(frozen=True)
@@ -85,38 +86,12 @@ def _constant_before(op: onnx_dialect.OnnxOp, array: np.ndarray) -> SSAValue:
     return constant.results[0]
 
 
-def _slot_groups(op: onnx_dialect.OnnxOp) -> list[list[SSAValue]]:
-    definition = type(op).get_irdl_definition()
-    groups = []
-    for name, _ in definition.operands:
-        value = getattr(op, name)
-        groups.append(
-            [] if value is None else [value] if isinstance(value, SSAValue) else list(value)
-        )
-    return groups
-
-
-def _result_groups(op: onnx_dialect.OnnxOp) -> list[list[Any]]:
-    definition = type(op).get_irdl_definition()
-    groups = []
-    for name, _ in definition.results:
-        value = getattr(op, name)
-        groups.append(
-            []
-            if value is None
-            else [value.type]
-            if isinstance(value, SSAValue)
-            else [v.type for v in value]
-        )
-    return groups
-
-
 def normalize_op(op: onnx_dialect.OnnxOp) -> bool:
     """Move `op`'s attributes to inputs; False when it has none to move."""
     moves = [m for m in MOVES.get(op.ONNX_OP_TYPE, ()) if m.attribute in op.attributes]
     if not moves:
         return False
-    groups = _slot_groups(op)
+    groups = operand_groups(op)
     attributes = dict(op.attributes)
     for move in moves:
         slot = op.INPUTS.index(move.slot)
@@ -131,7 +106,9 @@ def normalize_op(op: onnx_dialect.OnnxOp) -> bool:
         ]
     attributes.pop("operandSegmentSizes", None)
     attributes.pop("resultSegmentSizes", None)
-    new_op = type(op).from_slots(groups, _result_groups(op), attributes)
+    new_op = type(op).from_slots(
+        groups, [[r.type for r in g] for g in result_groups(op)], attributes
+    )
     new_op.location = op.location
     Rewriter.replace_op(op, new_op)
     return True

@@ -18,6 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from mlconv.dense import numpy_dtype
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_tensor import ConstantOp
+from mlconv.dialects.segments import operand_groups
 from mlconv.errors import PassFailure
 from mlconv.passes.core_semantics import infer_result_types
 
@@ -35,7 +36,7 @@ class CoreBuilder:
     def inputs(self, op: Any, name: str) -> list[SSAValue]:
         """All operands of slot `name` (a variadic slot may have many)."""
         slot = op.INPUTS.index(name)
-        return list(_slot_values(op)[slot])
+        return list(operand_groups(op)[slot])
 
     def attr(self, op: Any, name: str, default: Any = None) -> Any:
         """The attribute's value when the node sets it, else `default`. Patterns give the
@@ -114,18 +115,3 @@ def _flatten(values: Sequence[Any]) -> list[SSAValue]:
         else:
             flat.extend(value)
     return flat
-
-
-def _slot_values(op: Any) -> list[list[SSAValue]]:
-    """Operands grouped per ONNX input slot, from the op's IRDL definition."""
-    definition = type(op).get_irdl_definition()
-    groups: list[list[SSAValue]] = []
-    for name, _ in definition.operands:
-        value = getattr(op, name)
-        if value is None:
-            groups.append([])
-        elif isinstance(value, SSAValue):
-            groups.append([value])
-        else:
-            groups.append(list(value))
-    return groups

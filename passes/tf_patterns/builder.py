@@ -17,7 +17,8 @@ from xdsl.ir import Attribute, SSAValue, TypeAttribute
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_tensor as ct
-from mlconv.passes.onnx_patterns.builder import CoreBuilder, _slot_values
+from mlconv.dialects.segments import operand_groups
+from mlconv.passes.onnx_patterns.builder import CoreBuilder
 
 # NHWC <-> NCHW for 4-D data; the 5-D (NDHWC) forms for 3-D convolutions.
 TO_NCHW = {4: (0, 3, 1, 2), 5: (0, 4, 1, 2, 3)}
@@ -50,7 +51,7 @@ class TfBuilder(CoreBuilder):
         return values[0] if values else None
 
     def inputs(self, op: Any, index: int) -> list[SSAValue]:  # type: ignore[override]
-        return list(_slot_values(op)[index])
+        return list(operand_groups(op)[index])
 
     def attr(self, op: Any, name: str, default: Any = None) -> Any:  # type: ignore[override]
         """The node's attribute, else TensorFlow's default, else `default`."""
