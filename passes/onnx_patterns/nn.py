@@ -158,13 +158,31 @@ def lrn(op, b):
     ]
 
 
-@lowering("BatchNormalization", 1, 6, 7, 9, 14, 15)
+@lowering("BatchNormalization", 1, 6)
+def batch_norm_v1(op, b):
+    """Before opset 7, `is_test` = 0 (the default) is training mode: refused."""
+    if not b.attr(op, "is_test", 0):
+        raise b.fail(
+            "BatchNormalization with is_test=0 (the default before opset 7) runs in training "
+            "mode, which is not supported: set is_test=1 for inference"
+        )
+    return batch_norm(op, b)
+
+
+@lowering("BatchNormalization", 7, 9, 14, 15)
 def batch_norm(op, b):
+    """Inference with the given statistics; training mode (opset 14's `training_mode`)
+    normalizes with the batch's own statistics: refused. Up to opset 7, `spatial` = 0 gives
+    per-element statistics (C x D1 x ... x Dn)."""
     if b.attr(op, "training_mode", 0):
         raise b.fail("BatchNormalization in training mode is not supported")
     x, scale, bias, mean, var = (op.operands[i] for i in range(5))
-    y = b(nn.BatchNormInferenceOp, x, scale, bias, mean, var, epsilon=b.attr(op, "epsilon", 1e-5))
-    return [y]
+    epsilon = b.attr(op, "epsilon", 1e-5)
+    if b.attr(op, "spatial", 1):
+        return [b(nn.BatchNormInferenceOp, x, scale, bias, mean, var, epsilon=epsilon)]
+    rstd = b(ew.SqrtOp, b(ew.AddOp, var, b.const(epsilon, b.dtype(var))))
+    y = b(ew.MultiplyOp, b(ew.SubtractOp, x, mean), b(ew.DivideOp, scale, rstd))
+    return [b(ew.AddOp, y, bias)]
 
 
 @lowering("Gemm", 1, 6, 7, 9, 11, 13)
@@ -223,14 +241,62 @@ lowering("LogSoftmax", 1, 11)(_softmax(nn.LogSoftmaxOp, True))
 lowering("LogSoftmax", 13)(_softmax(nn.LogSoftmaxOp, False))
 
 
-@lowering("Dropout", 1, 6, 7, 10, 12, 13, 22)
+@lowering("Dropout", 1, 6)
+def dropout_v1(op, b):
+    """Before opset 7, `is_test` = 0 (the default) is training mode, with no seed: refused
+    unless the ratio is 0."""
+    if not b.attr(op, "is_test", 0) and b.attr(op, "ratio", 0.5) != 0:
+        raise b.fail(
+            "Dropout with is_test=0 (training mode, the default before opset 7) is not supported"
+        )
+    return [op.operands[0], _all_true(op, b, op.operands[0])]
+
+
+@lowering("Dropout", 7, 10, 12, 13, 22)
 def dropout(op, b):
-    """Inference: the identity; the mask (if used) is all true."""
-    x = op.operands[0]
-    mask = None
+    """Inference (no `training_mode`, or a false one; opset 7 and 10 have none): the identity
+    and an all-true mask. In training mode, ONNX's mask is `U >= ratio` with U uniform in
+    [0, 1) drawn from the `seed`, and kept values are scaled by 1 / (1 - ratio). With a seed,
+    U is drawn here at compile time as onnx's reference does (numpy's RandomState(seed)), so
+    every call uses the same mask; `ratio` and `training_mode` may be run-time inputs. Without
+    a seed, or without a static input shape, training mode is refused."""
+    x, flag = op.operands[0], b.input(op, "training_mode")
+    training = None if flag is None else b.constant(flag)
+    if flag is None or (training is not None and not training.any()):
+        return [x, _all_true(op, b, x)]
+    ratio = b.input(op, "ratio")
+    ratio = b.const(0.5, np.float32) if ratio is None else ratio
+    seed = b.attr(op, "seed")
+    if seed is None:
+        raise b.fail("Dropout in training mode needs a `seed` attribute to draw its mask")
+    shape = x.type.get_shape() if hasattr(x.type, "get_shape") else None
+    if shape is None or any(d < 0 for d in shape):
+        raise b.fail("Dropout in training mode needs a static input shape")
+    uniform = np.random.RandomState(seed).uniform(0, 1.0, shape)
+    keep = b(ew.GreaterEqualOp, b.const(_rounded_down(uniform, b.dtype(ratio))), ratio)
+    one = b.const(1, b.dtype(ratio))
+    scale = b(ew.DivideOp, one, b(ew.SubtractOp, one, ratio))
+    dtype = element_type(b.dtype(x))
+    y = b(ew.MultiplyOp, x, b(ct.ConvertOp, keep, destination_type=dtype))
+    y = b(ew.MultiplyOp, y, b(ct.ConvertOp, scale, destination_type=dtype))
+    if training is None:  # decided at run time
+        y = b(ct.SelectOp, flag, y, x)
+        keep = b(ct.SelectOp, flag, keep, b.const(True))
+    return [y, keep if len(op.results) > 1 and op.results[1].uses else None]
+
+
+def _rounded_down(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`values` in `dtype`, each rounded toward -inf, so that `result >= r` equals
+    `values >= r` for every `r` of that dtype (the reference compares in float64)."""
+    narrow = values.astype(dtype)
+    above = narrow.astype(np.float64) > values
+    return np.where(above, np.nextafter(narrow, np.asarray(-np.inf, dtype)), narrow).astype(dtype)
+
+
+def _all_true(op, b, x):
     if len(op.results) > 1 and op.results[1].uses:
-        mask = b(ct.BroadcastOp, b.const(True), b(ct.ShapeOfOp, x))
-    return [x, mask]
+        return b(ct.BroadcastOp, b.const(True), b(ct.ShapeOfOp, x))
+    return None
 
 
 def _rank_of(b, x) -> int:
