@@ -40,7 +40,9 @@ def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
             from mlconv.frontends.onnx_importer import import_onnx
 
             return import_onnx(model)
-        raise FrontendError(f"cannot compile a {type(model).__name__}: give a path or an onnx.ModelProto")
+        raise FrontendError(
+            f"cannot compile a {type(model).__name__}: give a path or an onnx.ModelProto"
+        )
     path = Path(model)
     if path.is_dir():
         from mlconv.frontends.tf_importer import import_tf
@@ -128,23 +130,35 @@ def compile(  # noqa: A001 - the API the design names
     device: str | None = None,
     *,
     input_shapes: str | Mapping[str, Sequence[int | None]] | None = None,
+    cache_size: int | None = None,
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
     numpy arrays in (positionally or by input name), a list of numpy arrays out.
 
     `input_shapes` fixes dynamic input dims; other keywords go to the frontend (for a
-    SavedModel: `signature`, `alias`, `function`)."""
+    SavedModel: `signature`, `alias`, `function`). A model with dynamic dims is compiled once
+    per call signature; `cache_size` bounds how many programs are kept (default
+    `specialize.DEFAULT_CACHE_SIZE`). A call whose inputs contradict the model's declared
+    shapes or dtypes raises `mlconv.errors.InputError`."""
     from mlconv.backends.jax_backend import compile_module
-    from mlconv.backends.specialize import SpecializingModule, needs_specialization
+    from mlconv.backends.specialize import (
+        DEFAULT_CACHE_SIZE,
+        SpecializingModule,
+        needs_specialization,
+    )
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline
 
     module = load_model(model, **frontend_options)
     lower_to_core(module)
-    CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(make_context(), module)
+    CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
+        make_context(), module
+    )
     if needs_specialization(module):
-        return SpecializingModule(module, device)
+        return SpecializingModule(
+            module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
+        )
     CoreToTpuPipeline().apply(make_context(), module)
     return compile_module(module, device)

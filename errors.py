@@ -53,3 +53,7 @@ class BackendError(MlconvError):
 
 class OptionError(MlconvError):
     """A bad command-line or API option (pipeline syntax, pass option, input shape)."""
+
+
+class InputError(BackendError):
+    """A call's inputs contradict the model's signature (count, name, dtype or a static dim)."""

@@ -17,6 +17,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
+from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
@@ -85,7 +86,11 @@ def _run_while(op: tpu.WhileOp, constants: Mapping[Operation, Any], inputs: list
 
 def _run_scan(op: tpu.ScanOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
     n_consts, n_carry = op.num_consts.value.data, op.num_carry.value.data
-    consts, carry, xs = inputs[:n_consts], inputs[n_consts : n_consts + n_carry], inputs[n_consts + n_carry :]
+    consts, carry, xs = (
+        inputs[:n_consts],
+        inputs[n_consts : n_consts + n_carry],
+        inputs[n_consts + n_carry :],
+    )
     body = _body(op.body.block, constants)
 
     def step(carry, slices):
@@ -93,7 +98,11 @@ def _run_scan(op: tpu.ScanOp, constants: Mapping[Operation, Any], inputs: list[A
         return tuple(out[:n_carry]), tuple(out[n_carry:])
 
     final, stacked = lax.scan(
-        step, tuple(carry), tuple(xs), length=op.length.value.data, reverse=bool(op.reverse.value.data)
+        step,
+        tuple(carry),
+        tuple(xs),
+        length=op.length.value.data,
+        reverse=bool(op.reverse.value.data),
     )
     return [*final, *stacked]
 
@@ -117,11 +126,16 @@ class CompiledRegion:
         self.input_dtypes = [numpy_dtype(a.type.get_element_type()) for a in block.args]
         self.input_shapes = [tuple(a.type.get_shape()) for a in block.args]
         self._jitted = jax.jit(
-            lambda constants, *args: _interpret(block, dict(zip(constant_ops, constants, strict=True)), args)
+            lambda constants, *args: _interpret(
+                block, dict(zip(constant_ops, constants, strict=True)), args
+            )
         )
 
     def __call__(self, *args: Any) -> list[Any]:
-        placed = [jax.device_put(np.asarray(a, dtype=d), self.device) for a, d in zip(args, self.input_dtypes, strict=True)]
+        placed = [
+            jax.device_put(np.asarray(a, dtype=d), self.device)
+            for a, d in zip(args, self.input_dtypes, strict=True)
+        ]
         return self._jitted(self.constants, *placed)
 
 
@@ -134,19 +148,12 @@ class CompiledModule:
         main = _find_main(module)
         self.input_names = _names(main.arg_attrs, len(main.body.block.args), "input")
         self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
+        self.input_specs = InputSpec.from_main(main)
         self._program = _compile_body(main.body.block, self.device)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
-        if named:
-            if args:
-                raise BackendError("pass inputs either positionally or by name, not both")
-            missing = [n for n in self.input_names if n not in named]
-            if missing:
-                raise BackendError(f"missing inputs: {', '.join(missing)}")
-            args = tuple(named[n] for n in self.input_names)
-        if len(args) != len(self.input_names):
-            raise BackendError(f"expected {len(self.input_names)} inputs, got {len(args)}")
-        return [np.asarray(r) for r in self._program(*args)]
+        arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
+        return [np.asarray(r) for r in self._program(*arrays)]
 
 
 def _names(attrs: Any, count: int, prefix: str) -> list[str]:

@@ -5,10 +5,17 @@ operands (Reshape's target, TopK's k, Slice's starts, ...) come from model input
 constants, cannot be compiled once; `SpecializingModule` keeps the core-level module and, on each
 call, binds the actual input shapes and the values of the inputs that reach a static operand,
 lowers a copy to tpu ops and compiles it, caching one program per distinct key.
+
+The cache is an LRU of `cache_size` programs (`DEFAULT_CACHE_SIZE`, 8, unless given;
+`mlconv.compile(..., cache_size=N)`): the least recently called signature is dropped when a new
+one would exceed it, and compiled again if it comes back. `cached` is how many are held,
+`compilations` how many were compiled in all. Inputs are checked against the declared
+signature (static dims, dtypes, names, count) before anything is compiled.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -17,11 +24,15 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.backends.jax_backend import CompiledModule, _find_main, _names, compile_module
 from mlconv.dense import element_type
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
-from mlconv.errors import BackendError
+from mlconv.errors import BackendError, OptionError
+
+DEFAULT_CACHE_SIZE = 8
+"""Compiled programs a SpecializingModule keeps (least recently used dropped first)."""
 
 
 def value_inputs(main: func.FuncOp) -> list[int]:
@@ -72,31 +83,43 @@ def needs_specialization(module: ModuleOp) -> bool:
 class SpecializingModule:
     """Callable like CompiledModule; compiles lazily per (input shapes, bound input values)."""
 
-    def __init__(self, module: ModuleOp, device: str | None = None):
+    def __init__(
+        self, module: ModuleOp, device: str | None = None, cache_size: int = DEFAULT_CACHE_SIZE
+    ):
+        if not isinstance(cache_size, int) or cache_size < 1:
+            raise OptionError(f"cache_size must be a positive integer, got {cache_size!r}")
         self.module = module
         self.device = device
+        self.cache_size = cache_size
         main = _find_main(module)
         args = main.body.block.args
         self.input_names = _names(main.arg_attrs, len(args), "input")
         self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
+        self.input_specs = InputSpec.from_main(main)
         self.bound = value_inputs(main)
-        self._programs: dict[Any, CompiledModule] = {}
+        self.compilations = 0
+        self._programs: OrderedDict[Any, CompiledModule] = OrderedDict()
+
+    @property
+    def cached(self) -> int:
+        """How many compiled programs (shape signatures) the cache holds now."""
+        return len(self._programs)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
-        if named:
-            if args:
-                raise BackendError("pass inputs either positionally or by name, not both")
-            args = tuple(named[n] for n in self.input_names)
-        if len(args) != len(self.input_names):
-            raise BackendError(f"expected {len(self.input_names)} inputs, got {len(args)}")
-        arrays = [np.asarray(a) for a in args]
+        arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
         key = (
             tuple((a.shape, a.dtype.str) for a in arrays),
             tuple(arrays[i].tobytes() for i in self.bound),
         )
         program = self._programs.get(key)
         if program is None:
-            program = self._programs[key] = self._specialize(arrays)
+            program = self._specialize(arrays)
+            self.compilations += 1
+            self._programs[key] = program
+            while len(self._programs) > self.cache_size:
+                self._programs.popitem(last=False)
+        else:
+            self._programs.move_to_end(key)
         return program(*arrays)
 
     def _specialize(self, arrays: list[np.ndarray]) -> CompiledModule:
@@ -113,7 +136,11 @@ class SpecializingModule:
                 raise BackendError(
                     f"input has rank {array.ndim}, the model expects {len(declared.get_shape())}"
                 )
-            element = declared.get_element_type() if isinstance(declared, TensorType) else element_type(array.dtype)
+            element = (
+                declared.get_element_type()
+                if isinstance(declared, TensorType)
+                else element_type(array.dtype)
+            )
             Rewriter.replace_value_with_new_type(arg, TensorType(element, list(array.shape)))
         for index in self.bound:
             arg = block.args[index]

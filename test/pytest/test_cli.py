@@ -294,3 +294,23 @@ def test_opt_pass_failure_is_located(monkeypatch, capsys, tmp_path: Path) -> Non
     annotated.write_text("\n".join(lines) + "\n")
     argv = [str(annotated), "-p", "test-fail-on-muli", "--verify-diagnostics"]
     assert mlconv_opt.main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("array", "mention"),
+    [
+        (
+            np.zeros((1, 3, 10, 10), np.float32),
+            "expected shape [1, 3, 224, 224], got [1, 3, 10, 10]",
+        ),
+        (np.zeros((1, 3, 224, 224), np.float64), "expected dtype float32, got float64"),
+    ],
+)
+def test_run_input_contradicting_the_model(array, mention: str, tmp_path: Path) -> None:
+    """light_squeezenet declares data_0 as 1x3x224x224 (onnxruntime refuses anything else)."""
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, data_0=array)
+    result = tool("mlconv-run", MODEL, "--inputs", inputs, "--outputs", out, "--device", "cpu")
+    line = assert_one_line_error(result, "input 'data_0'", mention)
+    assert line.startswith(f"{MODEL}: error:"), line
+    assert not out.exists()
