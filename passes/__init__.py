@@ -34,6 +34,10 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),
     "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
     "core-fuse": _ours("core_fuse", "CoreFusePass"),
+    # tpu
+    "tpu-fold-constants": _ours("tpu_fold_constants", "TpuFoldConstantsPass"),
+    "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
+    "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
     # tf
     "tf-to-core": _ours("tf_to_core", "TfToCorePass"),
     "core-layout-nchw": _ours("core_layout_nchw", "CoreLayoutNchwPass"),

@@ -14,22 +14,41 @@ from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.core_to_tpu import CoreToTpuPass
 
 
+def target_passes(device: str) -> list[ModulePass]:
+    """The tpu-level passes that shape the program for XLA on `device` (cpu, gpu, tpu)."""
+    from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
+    from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
+    from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
+
+    return [
+        TpuFoldConstantsPass(),
+        TpuConvStrategyPass(device=device),
+        TpuSinkTransposesPass(),
+        TpuFoldConstantsPass(),
+    ]
+
+
 @dataclass(frozen=True)
 class CoreToTpuPipeline(ModulePass):
     """Partial inference with every shape made static, fusion, then placement on the TPU:
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
-    core-to-tpu."""
+    core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
+    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-fold-constants."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""
+    device: str = ""
 
     def passes(self) -> list[ModulePass]:
-        return [
+        stages: list[ModulePass] = [
             CoreInferShapesPass(input_shapes=self.input_shapes),
             CoreFoldConstantsPass(static_shape=True),
             CoreFusePass(),
             CoreToTpuPass(),
         ]
+        if self.device:
+            stages += target_passes(self.device)
+        return stages
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for stage in self.passes():

@@ -1,0 +1,249 @@
+"""Latency of converted models: mlconv (XLA) against onnxruntime and OpenVINO, in one process.
+
+    python bench/latency.py [--models resnet50,squeezenet] [--rounds 5] [--runs 5]
+                            [--device cpu] [--exported] [--target-passes on|off]
+
+Models: the nine light ONNX models of the onnx wheel, with every float initializer replaced by
+seeded random values (fan-in scaled; 1-D ones uniform in [0.5, 1.5] so BatchNorm variances stay
+positive), so no runtime can shortcut constant weights; with `--exported`, also the PyTorch
+models of test/pytest/exported_models.py (when that module exists).
+
+Each runtime is compiled once, then timed in `--rounds` interleaved rounds (the runtimes'
+order rotates per round) of `--runs` calls each; the reported latency is the median of all
+calls. Timings on a shared machine swing between runs, so the table prints *ratios* measured in
+the same run: mlconv / onnxruntime, OpenVINO / onnxruntime, and compile times split into
+import / passes / XLA compile against OpenVINO's convert+compile. Outputs are checked against
+onnxruntime (relative to the largest magnitude) so a fast wrong answer cannot pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+LIGHT = [
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+]
+
+
+def light_path(name: str) -> str:
+    return os.path.join(
+        os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"light_{name}.onnx"
+    )
+
+
+def randomize(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
+    """A copy of `model` whose float initializers are seeded random values."""
+    rng = np.random.default_rng(seed)
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    for index, tensor in enumerate(model.graph.initializer):
+        array = numpy_helper.to_array(tensor)
+        if array.dtype.kind != "f":
+            continue
+        if array.ndim <= 1:
+            new = rng.uniform(0.5, 1.5, array.shape)
+        else:
+            fan_in = int(np.prod(array.shape[1:]))
+            new = rng.standard_normal(array.shape) * np.sqrt(2.0 / max(fan_in, 1))
+        model.graph.initializer[index].CopyFrom(
+            numpy_helper.from_array(new.astype(array.dtype), tensor.name)
+        )
+    return model
+
+
+def input_arrays(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    initializers = {t.name for t in model.graph.initializer}
+    arrays = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        dims = [d.dim_value if d.dim_value > 0 else 1 for d in value.type.tensor_type.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+        if dtype.kind == "f":
+            arrays[value.name] = rng.standard_normal(dims).astype(dtype)
+        else:
+            arrays[value.name] = rng.integers(0, 2, dims).astype(dtype)
+    return arrays
+
+
+class Mlconv:
+    """mlconv.compile's steps, timed one by one: import, passes, XLA compile (first call)."""
+
+    def __init__(self, path: str, device: str, inputs: dict[str, np.ndarray], target_passes: bool):
+        from mlconv.api import load_model, lower_to_core
+        from mlconv.backends.jax_backend import compile_module
+        from mlconv.dialects import make_context
+        from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+        from mlconv.passes.pipelines import CoreToTpuPipeline
+
+        start = time.perf_counter()
+        module = load_model(path)
+        self.import_s = time.perf_counter() - start
+        start = time.perf_counter()
+        lower_to_core(module)
+        ctx = make_context()
+        CoreInferShapesPass().apply(ctx, module)
+        CoreToTpuPipeline(device=device if target_passes else "").apply(ctx, module)
+        self.passes_s = time.perf_counter() - start
+        start = time.perf_counter()
+        self.run = compile_module(module, device)
+        self.args = [inputs[name] for name in self.run.input_names]
+        self.first = self.run(*self.args)
+        self.xla_s = time.perf_counter() - start
+
+    def __call__(self) -> list[np.ndarray]:
+        return self.run(*self.args)
+
+
+def time_calls(fn, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def bench_model(name: str, path: str, args: argparse.Namespace) -> dict[str, float]:
+    import onnxruntime
+    import openvino
+
+    model = onnx.load(path)
+    inputs = input_arrays(model)
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
+    expected = session.run(None, feeds)
+
+    start = time.perf_counter()
+    compiled = openvino.Core().compile_model(openvino.convert_model(path), "CPU")
+    ov_compile_s = time.perf_counter() - start
+    request = compiled.create_infer_request()
+    ov_feeds = {compiled.inputs[i].get_any_name(): inputs[n] for i, n in enumerate(feeds)}
+
+    ours = Mlconv(path, args.device, inputs, args.target_passes == "on")
+    for got, want in zip(ours.first, expected, strict=True):
+        scale = max(float(np.max(np.abs(want))), 1e-6)
+        error = float(np.max(np.abs(np.asarray(got, dtype=np.float64) - want))) / scale
+        if error > 1e-3:
+            raise SystemExit(
+                f"{name}: mlconv's output differs from onnxruntime's (relative {error:.1e})"
+            )
+
+    runners = {
+        "mlconv": ours,
+        "onnxruntime": lambda: session.run(None, feeds),
+        "openvino": lambda: request.infer(ov_feeds),
+    }
+    for fn in runners.values():  # warm-up
+        time_calls(fn, 2)
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    order = list(runners)
+    for round_index in range(args.rounds):
+        rotated = order[round_index % len(order) :] + order[: round_index % len(order)]
+        for key in rotated:
+            times[key] += time_calls(runners[key], args.runs)
+    median = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "mlconv/ort": median["mlconv"] / median["onnxruntime"],
+        "ov/ort": median["openvino"] / median["onnxruntime"],
+        "import_s": ours.import_s,
+        "passes_s": ours.passes_s,
+        "xla_s": ours.xla_s,
+        "ov_compile_s": ov_compile_s,
+    }
+
+
+def exported_models(folder: str) -> list[tuple[str, str]]:
+    """(name, path) of test/pytest/exported_models.py's models written as ONNX, if present."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "pytest")
+    sys.path.insert(0, here)
+    try:
+        import exported_models  # type: ignore[import-not-found]
+    except ImportError as error:
+        print(f"(no exported PyTorch models: {error})")
+        return []
+    builders = getattr(exported_models, "BENCHMARK_MODELS", None) or getattr(
+        exported_models, "MODELS", {}
+    )
+    paths = []
+    for name, build in dict(builders).items():
+        path = os.path.join(folder, f"{name}.onnx")
+        try:
+            build(path)
+        except Exception as error:  # a builder that needs a missing package
+            print(
+                f"(skipping {name}: {str(error).splitlines()[0] if str(error) else type(error).__name__})"
+            )
+            continue
+        paths.append((name, path))
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(LIGHT), help="light models, comma-separated")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5, help="calls per runtime per round")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--exported", action="store_true", help="also the exported PyTorch models")
+    parser.add_argument(
+        "--target-passes", choices=("on", "off"), default="on", help="tpu-level target passes"
+    )
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as folder:
+        cases = []
+        for name in [m for m in args.models.split(",") if m]:
+            path = os.path.join(folder, f"{name}.onnx")
+            onnx.save(randomize(onnx.load(light_path(name))), path)
+            cases.append((name, path))
+        if args.exported:
+            cases += exported_models(folder)
+
+        header = f"{'model':<16}{'mlconv/ort':>11}{'ov/ort':>8}{'import s':>10}{'passes s':>10}{'xla s':>8}{'total s':>9}{'ov s':>7}{'ml/ov':>7}"
+        print(
+            f"batch 1, device {args.device}, target passes {args.target_passes}, {args.rounds} rounds x {args.runs} runs, median"
+        )
+        print(header)
+        rows = []
+        for name, path in cases:
+            row = bench_model(name, path, args)
+            rows.append(row)
+            total = row["import_s"] + row["passes_s"] + row["xla_s"]
+            print(
+                f"{name:<16}{row['mlconv/ort']:>11.2f}{row['ov/ort']:>8.2f}{row['import_s']:>10.2f}"
+                f"{row['passes_s']:>10.2f}{row['xla_s']:>8.2f}{total:>9.2f}{row['ov_compile_s']:>7.2f}"
+                f"{total / row['ov_compile_s']:>7.2f}",
+                flush=True,
+            )
+        if rows:
+            totals = [r["import_s"] + r["passes_s"] + r["xla_s"] for r in rows]
+            print(
+                f"{'median':<16}{statistics.median(r['mlconv/ort'] for r in rows):>11.2f}"
+                f"{statistics.median(r['ov/ort'] for r in rows):>8.2f}{'':>28}{statistics.median(totals):>9.2f}"
+                f"{statistics.median(r['ov_compile_s'] for r in rows):>7.2f}"
+                f"{statistics.median(t / r['ov_compile_s'] for t, r in zip(totals, rows, strict=True)):>7.2f}"
+            )
+            print(f"worst mlconv/ort: {max(r['mlconv/ort'] for r in rows):.2f}")
+
+
+if __name__ == "__main__":
+    main()

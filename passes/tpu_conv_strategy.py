@@ -1,0 +1,256 @@
+"""tpu-conv-strategy: pick, per 2-D convolution, the form XLA runs fastest on the target device.
+
+Input/output: tpu dialect. Option `device` = cpu | gpu | tpu. Convolutions arrive from
+core-to-tpu in the source layout (NCHW data, OIHW filters). On `cpu` each one becomes
+
+    transpose(NCHW -> NHWC) ; <form> ; transpose(NHWC -> NCHW)
+
+(`tpu-sink-transposes` then cancels the pairs between consecutive layers), where the form is
+chosen per op (measured with bench/conv_forms.py on XLA:CPU, see the module constants):
+
+- depthwise (one input channel per group, multiplier 1): shifted multiply-adds, one strided
+  slice of the padded input times one filter tap per kernel position;
+- 1x1 without padding or groups: one `dot_general` over the channel axis (strided input sliced
+  first);
+- grouped (1 < groups < channels): one convolution per group on a channel slice, concatenated;
+- otherwise: `conv_general_dilated` in NHWC / HWIO.
+
+Constant filters are transposed (and split per tap or group) here, at compile time. On `gpu`
+and `tpu` XLA assigns convolution layouts itself (cuDNN / the TPU's native tiling), so the pass
+leaves convolutions as they are there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mlconv.dialects import tpu
+from mlconv.errors import OptionError
+from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
+from mlconv.passes.tpu_fold_constants import constant_value
+
+DEVICES = ("cpu", "gpu", "tpu")
+NCHW = ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A 2-D NCHW convolution's parameters."""
+
+    strides: tuple[int, int]
+    padding: tuple[tuple[int, int], tuple[int, int]]
+    rhs_dilation: tuple[int, int]
+    groups: int
+    in_channels: int
+    out_channels: int
+    kernel: tuple[int, int]
+    precision: Any
+    preferred: Any
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.groups == self.in_channels == self.out_channels
+
+    @property
+    def pointwise(self) -> bool:
+        return self.kernel == (1, 1) and self.groups == 1 and all(p == (0, 0) for p in self.padding)
+
+
+def read_conv(op: tpu.PrimitiveOp) -> Conv | None:
+    """The op's parameters when it is a 2-D NCHW/OIHW convolution this pass can rewrite."""
+    params = op.params()
+    numbers = params["dimension_numbers"]
+    if (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec)) != NCHW:
+        return None
+    if params["batch_group_count"] != 1 or any(d != 1 for d in params["lhs_dilation"]):
+        return None
+    padding = tuple(tuple(p) for p in params["padding"])
+    if any(lo < 0 or hi < 0 for lo, hi in padding):
+        return None
+    x_shape = op.operands[0].type.get_shape()
+    w_shape = op.operands[1].type.get_shape()
+    return Conv(
+        strides=tuple(params["window_strides"]),
+        padding=padding,
+        rhs_dilation=tuple(params["rhs_dilation"]),
+        groups=params["feature_group_count"],
+        in_channels=x_shape[1],
+        out_channels=w_shape[0],
+        kernel=(w_shape[2], w_shape[3]),
+        precision=params["precision"],
+        preferred=params["preferred_element_type"],
+    )
+
+
+# --- the forms, as jax functions of NHWC data and HWIO filters ----------------------------------
+
+
+def conv_nhwc(x: Any, w: Any, c: Conv) -> Any:
+    from jax import lax
+
+    return lax.conv_general_dilated(
+        x, w, c.strides, c.padding, rhs_dilation=c.rhs_dilation,
+        dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=c.groups,
+        precision=c.precision, preferred_element_type=c.preferred,
+    )  # fmt: skip
+
+
+def depthwise_taps(x: Any, w: Any, c: Conv) -> Any:
+    """sum over taps (i, j) of slice(pad(x), i, j) * w[i, j, 0, :]."""
+    from jax import lax
+
+    n, h, wd, ch = x.shape
+    (pt, pb), (pl, pr) = c.padding
+    xp = lax.pad(x, np.zeros((), x.dtype), ((0, 0, 0), (pt, pb, 0), (pl, pr, 0), (0, 0, 0)))
+    (sh, sw), (dh, dw) = c.strides, c.rhs_dilation
+    kh, kw = c.kernel
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    total = None
+    for i in range(kh):
+        for j in range(kw):
+            start = (0, i * dh, j * dw, 0)
+            limit = (n, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1, ch)
+            term = lax.slice(xp, start, limit, (1, sh, sw, 1)) * w[i, j, 0, :]
+            total = term if total is None else total + term
+    return total.astype(c.preferred) if c.preferred is not None else total
+
+
+def pointwise_dot(x: Any, w: Any, c: Conv) -> Any:
+    """A 1x1 convolution as a dot_general over the channel axis."""
+    from jax import lax
+
+    sh, sw = c.strides
+    if (sh, sw) != (1, 1):
+        n, h, wd, ch = x.shape
+        x = lax.slice(x, (0, 0, 0, 0), (n, h, wd, ch), (1, sh, sw, 1))
+    return lax.dot_general(
+        x,
+        w[0, 0],
+        (((3,), (0,)), ((), ())),
+        precision=c.precision,
+        preferred_element_type=c.preferred,
+    )
+
+
+def grouped_split(x: Any, w: Any, c: Conv) -> Any:
+    """One ungrouped convolution per group on its channel slice, concatenated."""
+    from jax import lax
+
+    cin, cout = c.in_channels // c.groups, c.out_channels // c.groups
+    single = Conv(**{**c.__dict__, "groups": 1, "in_channels": cin, "out_channels": cout})
+    n, h, wd, _ = x.shape
+    parts = []
+    for g in range(c.groups):
+        xg = lax.slice(x, (0, 0, 0, g * cin), (n, h, wd, (g + 1) * cin))
+        wg = w[:, :, :, g * cout : (g + 1) * cout]
+        parts.append(
+            pointwise_dot(xg, wg, single) if single.pointwise else conv_nhwc(xg, wg, single)
+        )
+    return lax.concatenate(parts, 3)
+
+
+Form = Callable[[Any, Any, Conv], Any]
+
+
+def choose(c: Conv, device: str) -> Form | None:
+    """The form for `c` on `device`, or None to leave the op as it is."""
+    if device != "cpu":
+        return None
+    if c.depthwise:
+        return depthwise_taps
+    if c.pointwise:
+        return pointwise_dot
+    if c.groups > 1:
+        return grouped_split
+    return conv_nhwc
+
+
+def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv) -> None:
+    """Replace `op` by transpose ; form ; transpose, traced to tpu ops before it."""
+    import jax
+    from jax import lax
+
+    x_value, w_value = op.operands
+    x_type = x_value.type
+    x_struct = jax.ShapeDtypeStruct(tuple(x_type.get_shape()), _dtype(x_type))
+    weights = constant_value(w_value)
+    if weights is not None:
+        w_hwio = np.ascontiguousarray(np.transpose(weights, (2, 3, 1, 0)))
+
+        def fn(x):
+            return lax.transpose(form(lax.transpose(x, TO_NHWC), w_hwio, c), TO_NCHW)
+
+        traced, operands = jax.make_jaxpr(fn)(x_struct), [x_value]
+    else:
+        w_type = w_value.type
+        w_struct = jax.ShapeDtypeStruct(tuple(w_type.get_shape()), _dtype(w_type))
+
+        def fn(x, w):
+            return lax.transpose(
+                form(lax.transpose(x, TO_NHWC), lax.transpose(w, (2, 3, 1, 0)), c), TO_NCHW
+            )
+
+        traced, operands = jax.make_jaxpr(fn)(x_struct, w_struct), [x_value, w_value]
+    emitter = JaxprEmitter(lambda new: Rewriter.insert_op(new, InsertPoint.before(op)), op.location)
+    (result,) = emitter.emit(traced, operands)
+    if result.type != op.results[0].type:
+        raise AssertionError(f"{form.__name__} changed the result type of {op.name}")
+    op.results[0].replace_all_uses_with(result)
+    Rewriter.erase_op(op)
+
+
+def _dtype(tensor_type: Any) -> np.dtype:
+    from mlconv.dense import numpy_dtype
+
+    return numpy_dtype(tensor_type.get_element_type())
+
+
+def convolutions(module: ModuleOp) -> list[tpu.PrimitiveOp]:
+    conv_class = tpu.PRIMITIVE_OPS["conv_general_dilated"]
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op, conv_class) and len(op.operands[0].type.get_shape()) == 4
+    ]
+
+
+@dataclass(frozen=True)
+class TpuConvStrategyPass(ModulePass):
+    """tpu-conv-strategy: per convolution, the fastest form for XLA on `device` (cpu: NHWC,
+    depthwise as shifted multiply-adds, 1x1 as dot_general, grouped split per group)."""
+
+    name = "tpu-conv-strategy"
+    device: str = "cpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.device not in DEVICES:
+            raise OptionError(
+                f"tpu-conv-strategy: unknown device '{self.device}' (expected cpu, gpu or tpu)"
+            )
+        for conv in convolutions(op):
+            c = read_conv(conv)
+            form = choose(c, self.device) if c is not None else None
+            if form is not None:
+                rewrite(conv, form, c)
+
+
+__all__ = [
+    "Conv",
+    "TpuConvStrategyPass",
+    "choose",
+    "conv_nhwc",
+    "depthwise_taps",
+    "grouped_split",
+    "pointwise_dot",
+    "read_conv",
+]
