@@ -1,7 +1,7 @@
 """mlconv-translate: model files <-> mlconv IR (MLIR's mlir-translate for mlconv).
 
     mlconv-translate --import-onnx model.onnx -o model.mlir
-    mlconv-translate --import-onnx model.onnx --check       # every unsupported (op, version)
+    mlconv-translate --import-onnx model.onnx --check       # every op that would fail to lower
     mlconv-translate --import-tf saved_model_dir --signature serving_default
     mlconv-translate --import-tflite model.tflite
     mlconv-translate --export-openvino model.mlir -o model.xml
@@ -128,7 +128,8 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="--import-onnx: list every (op, version) without a lowering to core",
+        help="imports: lower a copy to core and tpu ops as a dry run; report every op that "
+        "would fail (exit 1) instead of printing the IR",
     )
     parser.add_argument("--allow-unregistered-dialect", action="store_true")
     return parser
@@ -170,20 +171,6 @@ def _print_module(translation: Translation, module: Any, stream: Any) -> None:
     stream.write("\n")
 
 
-def check_legalizable(module: Any) -> list[str]:
-    """Every message of `onnx_to_core.check_legalizable` (empty: everything can be lowered)."""
-    try:
-        onnx_to_core = importlib.import_module("mlconv.passes.onnx_to_core")
-    except ModuleNotFoundError:
-        onnx_to_core = None
-    check = getattr(onnx_to_core, "check_legalizable", None)
-    if check is None:
-        raise OptionError(
-            "--check is not available yet (mlconv.passes.onnx_to_core.check_legalizable is missing)"
-        )
-    return [str(message) for message in check(module)]
-
-
 def _import(args: Any, translation: Translation, path: str) -> int:
     function = translation.load()
     kwargs = {name: getattr(args, name) for name in translation.extra}
@@ -191,8 +178,9 @@ def _import(args: Any, translation: Translation, path: str) -> int:
         raise ToolFailure([f"{path}: error: no such file or directory"])
     module = _call_frontend(function, args.input, kwargs)
     if args.check:
-        messages = check_legalizable(module)
-        lines = [m if m.startswith(f"{path}:") else f"{path}: error: {m}" for m in messages]
+        from mlconv.passes.dry_run import describe, dry_run
+
+        lines = describe(dry_run(module), path)
         if lines:
             raise ToolFailure(lines)
         return 0
@@ -228,8 +216,8 @@ def _run(argv: list[str] | None) -> int:
     args = make_parser().parse_args(argv)
     translation = TRANSLATIONS[args.translation]
     path = args.input
-    if args.check and args.translation != "--import-onnx":
-        raise OptionError("--check goes with --import-onnx")
+    if args.check and translation.direction != "import":
+        raise OptionError("--check goes with --import-onnx, --import-tf or --import-tflite")
     for name in ("signature", "alias", "function"):
         if getattr(args, name) is not None and name not in translation.extra:
             raise OptionError(f"--{name} goes with --import-tf")
