@@ -335,6 +335,13 @@ class PrimitiveOp(IRDLOperation):
         """The primitive's parameters, decoded from the op's attributes."""
         return {name: decode_param(attr) for name, attr in self.attributes.items()}
 
+    def bind(self, *inputs: Any) -> list[Any]:
+        """The primitive bound to `inputs` with the decoded parameters, as a list of results:
+        traced under a trace (the JAX backend), computed at once outside one (the tpu-level
+        interpreter, `mlconv.interpreters.tpu`)."""
+        out = primitive(self.PRIMITIVE).bind(*inputs, **self.params())
+        return list(out) if self.MULTIPLE_RESULTS else [out]
+
     def verify_(self) -> None:
         for result in self.results:
             if not isinstance(result.type, TensorType) or any(d < 0 for d in result.type.get_shape()):

@@ -1,0 +1,137 @@
+"""The core-level interpreter: each core op runs its own `semantics` eagerly, op by op.
+
+Nothing is traced, jitted or lowered: no core-infer-shapes, core-fold-constants or
+core-to-tpu runs before it, so it is an independent reference for each of them. Static
+operands (shapes, axes, pads) are bound to the numpy values computed before the op, whether
+or not a core.Constant defines them, and dynamic dims take the sizes of the concrete inputs.
+`core.If` runs the branch its condition selects, op by op; `core.Loop` and `core.Scan` run
+their `semantics` (lax.while_loop / lax.scan over the body ops' own semantics).
+
+    from mlconv.interpreters import Recorder, run_module
+    recorder = Recorder()
+    outputs = run_module(core_module, [x], recorder)   # recorder.by_location()["conv1"] ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import jax
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    OpImplResult,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+
+from mlconv.dense import to_numpy
+from mlconv.dialects import core
+from mlconv.dialects.core_base import CoreOp
+from mlconv.dialects.core_control import IfOp, YieldOp
+from mlconv.dialects.core_tensor import ConstantOp
+from mlconv.interpreters.common import check_result
+from mlconv.passes.jaxpr_numpy import evaluate_jaxpr
+
+
+def semantics_arguments(op: CoreOp, values: PythonValues) -> list[Any]:
+    """The positional arguments of `semantics` for `op` on operand values `values` (in
+    operand order): static operands as numpy arrays, absent optional ones as None."""
+    env = dict(zip(op.operands, values, strict=True))
+    args: list[Any] = []
+    for spec, group in zip(op.OPERANDS, op.operand_groups(), strict=True):
+        name = spec.lstrip("*?")
+        if name in op.STATIC_OPERANDS:
+            args.append(np.asarray(env[group[0]]) if group else None)
+        elif spec.startswith("*"):
+            args.extend(env[v] for v in group)
+        else:
+            args.append(env[group[0]] if group else None)
+    return args
+
+
+def evaluate_semantics(op: CoreOp, values: PythonValues) -> list[np.ndarray]:
+    """`semantics` of `op` on concrete operand values. The semantics is traced at the values'
+    shapes and its equations run one by one (`jaxpr_numpy`): numpy where numpy's result is
+    bit-identical to XLA's, each other primitive bound eagerly through JAX. (Calling the
+    semantics on arrays directly gives the same values, but JAX then compiles an executable
+    for every primitive of every op at every shape: 30 s for a small CNN here.)"""
+    arguments = semantics_arguments(op, values)
+    attributes = op.attribute_values()
+    dynamic = [i for i, a in enumerate(arguments) if a is not None and not _static(op, i)]
+
+    def fn(*arrays: Any) -> Any:
+        full = list(arguments)
+        for index, array in zip(dynamic, arrays, strict=True):
+            full[index] = array
+        return type(op).semantics(*full, **attributes)
+
+    inputs = [np.asarray(arguments[i]) for i in dynamic]
+    closed = jax.make_jaxpr(fn)(*inputs)
+    return evaluate_jaxpr(closed, inputs)
+
+
+def _static(op: CoreOp, position: int) -> bool:
+    return position in _static_positions(op)
+
+
+def _static_positions(op: CoreOp) -> set[int]:
+    positions, position = set(), 0
+    for spec, group in zip(op.OPERANDS, op.operand_groups(), strict=True):
+        name = spec.lstrip("*?")
+        width = len(group) if spec.startswith("*") and name not in op.STATIC_OPERANDS else 1
+        if name in op.STATIC_OPERANDS:
+            positions.add(position)
+        position += width
+    return positions
+
+
+def run_core_op(
+    ft: InterpreterFunctions, interpreter: Interpreter, op: CoreOp, values: PythonValues
+) -> OpImplResult:
+    """Any core op: its semantics on the operand values, results checked against the types."""
+    results = evaluate_semantics(op, values)
+    return OpImplResult(tuple(check_result(op, i, r) for i, r in enumerate(results)), None)
+
+
+@register_impls
+class CoreFunctions(InterpreterFunctions):
+    """Implementations of every core op (`run_core_op`), with core.Constant, core.If and
+    core.Yield written out."""
+
+    def __init__(self, module: ModuleOp | None = None):
+        self.module = module
+
+    @classmethod
+    def _impls(cls) -> Iterable[tuple[type, Any]]:
+        table = dict(super()._impls())
+        for op_class in core.OPS:
+            if issubclass(op_class, CoreOp):
+                table.setdefault(op_class, run_core_op)
+        return table.items()
+
+    @impl(ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: ConstantOp, args: PythonValues):
+        return (to_numpy(op.value),)
+
+    @impl(IfOp)
+    def run_if(self, interpreter: Interpreter, op: IfOp, args: PythonValues):
+        condition, captured = args[0], args[1:]
+        if np.asarray(condition).size != 1:
+            raise ValueError(f"condition has {np.asarray(condition).size} elements, expected 1")
+        region = op.then_branch if bool(np.asarray(condition).reshape(())) else op.else_branch
+        results = interpreter.run_ssacfg_region(region, captured, "core.If")
+        return tuple(check_result(op, i, r) for i, r in enumerate(results))
+
+    @impl_terminator(YieldOp)
+    def run_yield(
+        self, interpreter: Interpreter, op: YieldOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(args), ()
