@@ -3,9 +3,10 @@
     import mlconv
     run = mlconv.compile("model.onnx", device="cpu")
     outputs = run(x)            # numpy arrays in, list of numpy arrays out
+    served = mlconv.load("converted/")   # a folder written by mlconv-convert
 """
 
-from mlconv.api import compile
+from mlconv.api import compile, load
 
-__all__ = ["compile"]
+__all__ = ["compile", "load"]
 __version__ = "0.1.0"

@@ -141,6 +141,7 @@ def compile(  # noqa: A001 - the API the design names
     per call signature; `cache_size` bounds how many programs are kept (default
     `specialize.DEFAULT_CACHE_SIZE`). A call whose inputs contradict the model's declared
     shapes or dtypes raises `mlconv.errors.InputError`."""
+    from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.backends.specialize import (
         DEFAULT_CACHE_SIZE,
@@ -151,6 +152,12 @@ def compile(  # noqa: A001 - the API the design names
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline
 
+    if isinstance(model, str | os.PathLike) and is_artifact(model):
+        if input_shapes or frontend_options:
+            raise OptionError(
+                "an mlconv-convert artifact is already converted: it takes no options"
+            )
+        return load_artifact(model, device)
     module = load_model(model, **frontend_options)
     lower_to_core(module)
     CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
@@ -162,3 +169,12 @@ def compile(  # noqa: A001 - the API the design names
         )
     CoreToTpuPipeline().apply(make_context(), module)
     return compile_module(module, device)
+
+
+def load(path: str | os.PathLike, device: str | None = None):
+    """An artifact folder written by `mlconv-convert` as a callable on `device` (cpu, gpu,
+    tpu): numpy arrays in, list of numpy arrays out; needs neither the source model nor
+    TensorFlow."""
+    from mlconv.backends.artifact import load_artifact
+
+    return load_artifact(path, device)

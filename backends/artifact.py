@@ -1,0 +1,232 @@
+"""The converted artifact: a folder that runs without the source model, on CPU, GPU or TPU.
+
+    OUTDIR/manifest.json           format version, inputs/outputs, functions and how @main wires
+                                   them, the converter options, per-phase times, the report
+    OUTDIR/tpu/<function>.jaxexport  each TPU function as a serialized `jax.export.Exported`
+                                   (StableHLO with its weights, lowered for cpu, cuda and tpu)
+    OUTDIR/tpu/<function>.mlir     the same function as StableHLO text, for XLA tools
+
+`save_artifact(module, outdir, ...)` takes a module at the tpu level (every op of `@main` in a
+`tpu.region`); `load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
+arrays in (positionally or by input name, checked against the recorded signature), a list of
+numpy arrays out. Loading needs jax only: no xDSL parsing, no TensorFlow, no source model.
+
+The folder is written under a temporary name beside OUTDIR and renamed into place when
+complete, so a failed conversion leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlconv.backends.inputs import InputSpec, bind_inputs
+from mlconv.errors import BackendError
+
+FORMAT = "mlconv-artifact"
+FORMAT_VERSION = 1
+PLATFORMS = ("cpu", "cuda", "tpu")
+"""Every exported function is lowered for all three, so one artifact serves any of them."""
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def save_artifact(
+    module: Any,
+    outdir: str | os.PathLike,
+    *,
+    options_text: str = "",
+    source: str = "",
+    extra: dict[str, Any] | None = None,
+    function_names: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
+    functions are named by `function_names` in order (e.g. the SavedModel's function alias),
+    `tpu_function_<i>` past its end."""
+    from mlconv.backends.jax_backend import _find_main, _names
+    from mlconv.dialects import tpu
+
+    main = _find_main(module)
+    block = main.body.block
+    values: dict[Any, dict[str, Any]] = {
+        arg: {"input": index} for index, arg in enumerate(block.args)
+    }
+    functions = []
+    exported = []
+    for op in block.ops:
+        if isinstance(op, tpu.RegionOp):
+            name = _function_name(function_names, len(functions))
+            inputs = [_reference(values, v, op) for v in op.inputs]
+            for index, result in enumerate(op.results):
+                values[result] = {"function": name, "output": index}
+            functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
+            exported.append((name, _export_region(op)))
+        elif op.name == "func.return":
+            outputs = [_reference(values, v, op) for v in op.operands]
+        else:
+            raise BackendError.at(
+                op, "is outside a tpu.region; the artifact holds TPU functions only"
+            )
+    specs = InputSpec.from_main(main)
+    manifest = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "source": source,
+        "inputs": [_spec_json(spec) for spec in specs],
+        "outputs": [
+            {"name": name, "value": ref}
+            for name, ref in zip(
+                _names(main.res_attrs, len(outputs), "output"), outputs, strict=True
+            )
+        ],
+        "functions": functions,
+        "platforms": list(PLATFORMS),
+        "converter_options": options_text,
+        **(extra or {}),
+    }
+    target = Path(outdir)
+    if target.exists() and not target.is_dir():
+        raise BackendError(f"{target}: exists and is not a folder")
+    parent = target.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+    try:
+        (staging / "tpu").mkdir()
+        for name, exp in exported:
+            (staging / "tpu" / f"{name}.jaxexport").write_bytes(exp.serialize())
+            (staging / "tpu" / f"{name}.mlir").write_text(exp.mlir_module())
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        os.chmod(staging, 0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _function_name(names: Sequence[str], index: int) -> str:
+    name = names[index] if index < len(names) and names[index] else f"tpu_function_{index}"
+    return "".join(c if c.isalnum() or c in "_-." else "_" for c in name)
+
+
+def _reference(values: dict[Any, dict[str, Any]], value: Any, user: Any) -> dict[str, Any]:
+    if value not in values:
+        raise BackendError.at(user, "uses a value computed outside the TPU functions")
+    return values[value]
+
+
+def _spec_json(spec: InputSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "dtype": None if spec.dtype is None else np.dtype(spec.dtype).name,
+        "shape": None if spec.dims is None else list(spec.dims),
+    }
+
+
+def _export_region(region: Any) -> Any:
+    """The region as a `jax.export.Exported` with its constants inside (static shapes)."""
+    import jax
+    from jax import export
+
+    from mlconv.backends.jax_backend import _interpret
+    from mlconv.dense import numpy_dtype, to_numpy
+    from mlconv.dialects import tpu
+
+    block = region.body.block
+    constants = {
+        op: to_numpy(op.value) for op in region.body.walk() if isinstance(op, tpu.ConstantOp)
+    }
+    specs = []
+    for arg in block.args:
+        shape = tuple(arg.type.get_shape())
+        if any(d < 0 for d in shape):
+            raise BackendError.at(
+                region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
+            )
+        specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
+    function = jax.jit(lambda *args: tuple(_interpret(block, constants, args)))
+    return export.export(function, platforms=PLATFORMS)(*specs)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class LoadedArtifact:
+    """An artifact folder as a callable; `manifest` is what it records."""
+
+    def __init__(self, outdir: str | os.PathLike, device: str | None = None):
+        from jax import export
+
+        from mlconv.backends.jax_backend import pick_device
+
+        folder = Path(outdir)
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text())
+        except FileNotFoundError:
+            raise BackendError(f"{folder}: not an mlconv artifact (no manifest.json)") from None
+        except (OSError, ValueError) as error:
+            raise BackendError(f"{folder}/manifest.json: cannot read: {error}") from None
+        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
+            raise BackendError(
+                f"{folder}: artifact format {manifest.get('format')!r} version "
+                f"{manifest.get('version')!r} is not {FORMAT!r} version {FORMAT_VERSION}"
+            )
+        self.manifest = manifest
+        self.device = pick_device(device)
+        self.input_names = [entry["name"] for entry in manifest["inputs"]]
+        self.output_names = [entry["name"] for entry in manifest["outputs"]]
+        self.input_specs = [
+            InputSpec(
+                entry["name"],
+                None if entry["dtype"] is None else np.dtype(entry["dtype"]),
+                None if entry["shape"] is None else tuple(entry["shape"]),
+            )
+            for entry in manifest["inputs"]
+        ]
+        self._functions = {}
+        for entry in manifest["functions"]:
+            path = folder / "tpu" / f"{entry['name']}.jaxexport"
+            try:
+                self._functions[entry["name"]] = export.deserialize(bytearray(path.read_bytes()))
+            except OSError as error:
+                raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+
+    def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
+        import jax
+
+        arrays = bind_inputs(self.input_specs, args, named)
+        results: dict[str, Sequence[Any]] = {}
+
+        def fetch(ref: dict[str, Any]) -> Any:
+            if "input" in ref:
+                return arrays[ref["input"]]
+            return results[ref["function"]][ref["output"]]
+
+        with jax.default_device(self.device):
+            for entry in self.manifest["functions"]:
+                inputs = [fetch(ref) for ref in entry["inputs"]]
+                results[entry["name"]] = self._functions[entry["name"]].call(*inputs)
+        return [np.asarray(fetch(output["value"])) for output in self.manifest["outputs"]]
+
+
+def is_artifact(path: str | os.PathLike) -> bool:
+    with contextlib.suppress(OSError, ValueError):
+        manifest = json.loads((Path(path) / "manifest.json").read_text())
+        return manifest.get("format") == FORMAT
+    return False
+
+
+def load_artifact(outdir: str | os.PathLike, device: str | None = None) -> LoadedArtifact:
+    """`mlconv.load(OUTDIR)`: the artifact's model as a callable on `device`."""
+    return LoadedArtifact(outdir, device)

@@ -1,0 +1,385 @@
+"""mlconv-convert (the TPU Inference Converter of seed 003): ConverterOptions text protos, the
+artifact folder, and running it with `mlconv.load` and `mlconv-run` without the source model.
+
+Models are built here with fixed seeds and random weights, and each test first shows that its
+reference moves with the input (`sensitivity.assert_input_sensitive`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mlconv
+from mlconv.errors import InputError, OptionError
+from mlconv.tools.converter_options import (
+    GENERATED,
+    ConversionSettings,
+    field_path_at,
+    parse_converter_options,
+)
+from mlconv.tools.mlconv_convert import convert
+
+
+def _helper(name: str):
+    key = f"mlconv_test_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
+
+
+sensitivity = _helper("sensitivity")
+
+# The seed's own example (its docker command line), with the batching block that a later
+# version supports; see test_batch_options_are_refused_until_supported.
+SEED_TPU_FUNCTIONS = """
+    tpu_functions {
+      function_alias: "tpu_func"
+    }
+"""
+SEED_BATCH_OPTIONS = """
+    batch_options {
+      num_batch_threads: 2
+      max_batch_size: 8
+      batch_timeout_micros: 5000
+      allowed_batch_sizes: 2
+      allowed_batch_sizes: 4
+      allowed_batch_sizes: 8
+      max_enqueued_batches: 10
+    }
+"""
+NO_DEFAULT_OPTIMIZATIONS = "disable_default_optimizations: true\n"
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_seed_example_parses_with_its_values():
+    options = parse_converter_options(SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS)
+    assert options.tpu_functions[0].function_alias == "tpu_func"
+    batch = options.batch_options[0]
+    assert (batch.num_batch_threads, batch.max_batch_size, batch.batch_timeout_micros) == (
+        2,
+        8,
+        5000,
+    )
+    assert list(batch.allowed_batch_sizes) == [2, 4, 8]
+    assert batch.max_enqueued_batches == 10
+
+
+def test_schema_numbers_are_the_seeds():
+    from mlconv.tools.converter_options import schema
+
+    pb = schema()
+    fields = {f.name: f.number for f in pb.ConverterOptions.DESCRIPTOR.fields}
+    assert fields == {
+        "tpu_functions": 1,
+        "batch_options": 100,
+        "disable_default_optimizations": 202,
+        "io_shape_optimization": 200,
+        "bfloat16_optimization": 201,
+        "bfloat16_optimization_options": 203,
+        "xla_sharding_options": 204,
+    }
+    tpu = {f.name: (f.number, f.containing_oneof.name) for f in pb.TpuFunction.DESCRIPTOR.fields}
+    assert tpu == {
+        "function_alias": (1, "name"),
+        "concrete_function_name": (3, "name"),
+        "signature_name": (5, "name"),
+        "jit_compile_functions": (4, "name"),
+    }
+    assert pb.ConverterOptions.State.Name(0) == "DEFAULT"
+    assert [v.name for v in pb.BFloat16OptimizationOptions.Scope.DESCRIPTOR.values] == [
+        "DEFAULT",
+        "TPU",
+        "ALL",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("batch_options { max_batch: 3 }", "1:17: batch_options[0].max_batch: "),
+        ("bfloat16_optimization: MAYBE", "bfloat16_optimization: Enum type"),
+        (
+            'batch_options {\n  max_batch_size: "a" }',
+            "2:19: batch_options[0].max_batch_size: Couldn't parse integer",
+        ),
+        (
+            'batch_options { max_batch_size: 8 experimental { signature_nam: "s" } }',
+            "batch_options[0].experimental.signature_nam: ",
+        ),
+        (
+            'tpu_functions { function_alias: "a" concrete_function_name: "b" }',
+            'another member of oneof "name"',
+        ),
+        (
+            "batch_options { max_batch_size: 8 allowed_batch_sizes: 2 allowed_batch_sizes: 4 }",
+            "batch_options[0].allowed_batch_sizes: the last entry (4) must equal max_batch_size (8)",
+        ),
+        (
+            "batch_options { max_batch_size: 8 allowed_batch_sizes: 4 allowed_batch_sizes: 2 "
+            "allowed_batch_sizes: 8 }",
+            "batch_options[0].allowed_batch_sizes: entries must increase monotonically",
+        ),
+        (
+            'tpu_functions { function_alias: "f" } tpu_functions { function_alias: "f" }',
+            "tpu_functions[1].function_alias: 'f' is already given by tpu_functions[0]",
+        ),
+        (
+            "xla_sharding_options { num_cores_per_replica: 2 }",
+            "xla_sharding_options.topology: required when num_cores_per_replica > 1",
+        ),
+    ],
+)
+def test_bad_options_are_one_line_errors_with_the_field_path(text, expected):
+    with pytest.raises(OptionError) as error:
+        parse_converter_options(text)
+    message = str(error.value)
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_field_path_counts_repeated_entries():
+    text = "batch_options { max_batch_size: 1 }\nbatch_options {\n  experimental {\n    bad: 1 } }"
+    assert field_path_at(text, 4, 5) == "batch_options[1].experimental.bad"
+
+
+@pytest.mark.parametrize(
+    "text, io_shapes, bf16",
+    [
+        ("", True, True),
+        (NO_DEFAULT_OPTIMIZATIONS, False, False),
+        (NO_DEFAULT_OPTIMIZATIONS + "bfloat16_optimization: ENABLED", False, True),
+        ("io_shape_optimization: DISABLED", False, True),
+    ],
+)
+def test_default_states_follow_the_seed(text, io_shapes, bf16):
+    settings = ConversionSettings.from_options(parse_converter_options(text))
+    assert (settings.io_shape_optimization, settings.bfloat16) == (io_shapes, bf16)
+    assert settings.bfloat16_scope == "TPU"
+
+
+def test_checked_in_generated_module_is_current(tmp_path):
+    pytest.importorskip("grpc_tools")
+    from mlconv.tools.converter_options import generate
+
+    assert generate(str(tmp_path)).read_text() == GENERATED.read_text()
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def conv_model() -> onnx.ModelProto:
+    """Conv -> Relu -> global average pool -> Gemm, random weights, static 2x3x16x16 input."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w"),
+        numpy_helper.from_array(rng.standard_normal(8).astype(np.float32) * 0.1, "b"),
+        numpy_helper.from_array(rng.standard_normal((8, 5)).astype(np.float32), "fc"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "convnet",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+@pytest.fixture(scope="module")
+def onnx_artifact(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("onnx")
+    model = conv_model()
+    path = folder / "model.onnx"
+    onnx.save(model, str(path))
+    out = folder / "converted"
+    manifest = convert(str(path), str(out), NO_DEFAULT_OPTIMIZATIONS)
+    return model, path, out, manifest
+
+
+def test_onnx_artifact_runs_without_the_source(onnx_artifact):
+    model, path, out, manifest = onnx_artifact
+    rng = np.random.default_rng(1)
+    x, other = (rng.standard_normal((2, 3, 16, 16)).astype(np.float32) for _ in range(2))
+    expected = onnxruntime(model, x)
+    sensitivity.assert_input_sensitive(expected, onnxruntime(model, other), rtol=1e-5)
+    os.rename(path, path.with_suffix(".moved"))  # the artifact must not need the source
+    try:
+        (got,) = mlconv.load(out)(x)
+    finally:
+        os.rename(path.with_suffix(".moved"), path)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert manifest["inputs"] == [{"name": "x", "dtype": "float32", "shape": [2, 3, 16, 16]}]
+    assert [f["name"] for f in manifest["functions"]] == ["tpu_function_0"]
+    assert (out / "tpu" / "tpu_function_0.jaxexport").stat().st_size > 8 * 3 * 3 * 3 * 4
+    assert "stablehlo" in (out / "tpu" / "tpu_function_0.mlir").read_text()
+
+
+def test_artifact_checks_its_inputs(onnx_artifact):
+    _, _, out, _ = onnx_artifact
+    with pytest.raises(
+        InputError, match=r"input 'x': expected shape \[2, 3, 16, 16\], got \[2, 3, 8, 16\]"
+    ):
+        mlconv.load(out)(np.zeros((2, 3, 8, 16), np.float32))
+
+
+def test_mlconv_run_runs_the_artifact(onnx_artifact, tmp_path):
+    model, _, out, _ = onnx_artifact
+    x = np.random.default_rng(2).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    subprocess.run(
+        [
+            "mlconv-run",
+            str(out),
+            "--inputs",
+            str(tmp_path / "in.npz"),
+            "--outputs",
+            str(tmp_path / "out.npz"),
+        ],
+        check=True,
+    )
+    np.testing.assert_allclose(
+        np.load(tmp_path / "out.npz")["y"], onnxruntime(model, x), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_bad_options_write_nothing(tmp_path):
+    path = tmp_path / "model.onnx"
+    onnx.save(conv_model(), str(path))
+    out = tmp_path / "converted"
+    result = subprocess.run(
+        [
+            "mlconv-convert",
+            str(path),
+            "-o",
+            str(out),
+            "--converter-options-string",
+            "batch_options { max_batch: 1 }",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "batch_options[0].max_batch" in lines[0], result.stderr
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".converted")]
+
+
+def test_batch_options_are_refused_until_supported(tmp_path):
+    path = tmp_path / "model.onnx"
+    onnx.save(conv_model(), str(path))
+    with pytest.raises(OptionError, match="batch_options: in-graph batching is not supported yet"):
+        convert(str(path), str(tmp_path / "out"), SEED_BATCH_OPTIONS)
+
+
+def test_tpu_functions_name_savedmodel_functions_only(tmp_path):
+    path = tmp_path / "model.onnx"
+    onnx.save(conv_model(), str(path))
+    with pytest.raises(OptionError, match="tpu_functions: names functions of a SavedModel"):
+        convert(str(path), str(tmp_path / "out"), SEED_TPU_FUNCTIONS)
+
+
+# --------------------------------------------------------------------------- SavedModel and TFLite
+
+
+@pytest.fixture(scope="module")
+def keras_model():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((12, 12, 3), batch_size=2)
+    x = keras.layers.Conv2D(6, 3, padding="same", activation="relu")(inputs)
+    x = keras.layers.DepthwiseConv2D(3, padding="same")(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    outputs = keras.layers.Dense(4)(x)
+    return tf, keras.Model(inputs, outputs)
+
+
+def test_savedmodel_function_alias_is_placed(keras_model, tmp_path):
+    tf, model = keras_model
+
+    class Module(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        @tf.function(input_signature=[tf.TensorSpec((2, 12, 12, 3), tf.float32)])
+        def tpu_func(self, x):
+            return self.model(x)
+
+        @tf.function(input_signature=[tf.TensorSpec((2, 12, 12, 3), tf.float32)])
+        def serve(self, x):
+            return {"y": self.tpu_func(x) * 2.0}
+
+    module = Module()
+    saved = tmp_path / "saved"
+    tf.saved_model.save(
+        module,
+        str(saved),
+        signatures={"serving_default": module.serve},
+        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
+    )
+    out = tmp_path / "converted"
+    manifest = convert(str(saved), str(out), SEED_TPU_FUNCTIONS + NO_DEFAULT_OPTIMIZATIONS)
+    assert [f["name"] for f in manifest["functions"]] == ["tpu_func"]
+    rng = np.random.default_rng(3)
+    x, other = (rng.standard_normal((2, 12, 12, 3)).astype(np.float32) for _ in range(2))
+    expected = model(x).numpy()
+    sensitivity.assert_input_sensitive(expected, model(other).numpy(), rtol=1e-5)
+    (got,) = mlconv.load(out)(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    recorded = json.loads((out / "manifest.json").read_text())["converter_options"]
+    assert 'function_alias: "tpu_func"' in recorded
+
+
+def test_tflite_model_converts(keras_model, tmp_path):
+    tf, model = keras_model
+    from ai_edge_litert.interpreter import Interpreter
+
+    path = tmp_path / "model.tflite"
+    path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    out = tmp_path / "converted"
+    convert(str(path), str(out), NO_DEFAULT_OPTIMIZATIONS)
+    interpreter = Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+
+    def litert(x):
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+        interpreter.invoke()
+        return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+    rng = np.random.default_rng(4)
+    x, other = (rng.standard_normal((2, 12, 12, 3)).astype(np.float32) for _ in range(2))
+    expected = litert(x)
+    sensitivity.assert_input_sensitive(expected, litert(other), rtol=1e-5)
+    (got,) = mlconv.load(out)(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

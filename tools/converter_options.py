@@ -1,0 +1,305 @@
+"""ConverterOptions: the TPU Inference Converter's options (seed 003), as a text proto.
+
+    options = parse_converter_options('tpu_functions { function_alias: "tpu_func" }')
+    settings = ConversionSettings.from_options(options)
+
+The schema is `converter_options.proto` beside this file, the seed's messages, field numbers,
+enums and oneofs unchanged; `converter_options_pb2.py` is protoc's output for it, checked in so
+that running mlconv needs only the `protobuf` runtime. Text is parsed by protobuf's own
+`text_format`; its errors, and the checks protobuf cannot express (the rules the seed states in
+its comments), become one-line `OptionError`s that name the field path, e.g.
+`batch_options[0].allowed_batch_sizes: the last entry (4) must equal max_batch_size (8)`.
+
+`python -m mlconv.tools.converter_options --regenerate` rewrites the _pb2 module with
+grpcio-tools' protoc (a dev dependency); a test checks that the checked-in module is current.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from google.protobuf import text_format
+
+from mlconv.errors import OptionError
+
+PROTO = Path(__file__).with_name("converter_options.proto")
+GENERATED = Path(__file__).with_name("converter_options_pb2.py")
+
+
+def schema():
+    """The generated module (ConverterOptions, TpuFunction, BatchOptions, ...)."""
+    from mlconv.tools import converter_options_pb2
+
+    return converter_options_pb2
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_converter_options(text: str, source: str = "converter options"):
+    """A validated `ConverterOptions` message from its text form."""
+    message = schema().ConverterOptions()
+    try:
+        text_format.Parse(text, message)
+    except text_format.ParseError as error:
+        raise OptionError(_describe_parse_error(text, error, source)) from None
+    validate(message, source)
+    return message
+
+
+def _describe_parse_error(text: str, error: text_format.ParseError, source: str) -> str:
+    line, column = error.GetLine(), error.GetColumn()
+    message = str(error)
+    prefix = f"{line}:{column} : "
+    if message.startswith(prefix):
+        message = message[len(prefix) :]
+    # text_format repeats the offending line in quotes before the reason: keep the reason.
+    if message.startswith("'") and "': " in message:
+        message = message.split("': ", 1)[1]
+    path = field_path_at(text, line, column)
+    where = f"{source}:{line}:{column}"
+    return f"{where}: {path}: {message}" if path else f"{where}: {message}"
+
+
+def field_path_at(text: str, line: int, column: int) -> str:
+    """The dotted path (`batch_options[0].experimental`) of the field being parsed at
+    (line, column), both 1-based as text_format reports them, tokenized by protobuf."""
+    tokenizer = text_format.Tokenizer(text.splitlines())
+    stack: list[str] = []
+    counts: list[dict[str, int]] = [{}]
+    last_name: str | None = None
+    while not tokenizer.AtEnd():
+        position = (tokenizer._line + 1, tokenizer._column + 1)  # noqa: SLF001
+        if position > (line, column):
+            break
+        token = tokenizer.token
+        if position == (line, column):
+            if _is_identifier(token) and not _after_colon(tokenizer):
+                last_name = token  # an unknown field name: the error is about it
+            break
+        if token in ("{", "<"):
+            name = last_name or "?"
+            index = counts[-1].get(name, 0)
+            counts[-1][name] = index + 1
+            stack.append(f"{name}[{index}]" if _is_repeated(stack, name) else name)
+            counts.append({})
+            last_name = None
+        elif token in ("}", ">"):
+            if stack:
+                stack.pop()
+                counts.pop()
+            last_name = None
+        elif _is_identifier(token):
+            # A field name when followed by ':' or '{'; an enum value or bool otherwise.
+            if last_name is None or not _after_colon(tokenizer):
+                last_name = token
+        try:
+            tokenizer.NextToken()
+        except text_format.ParseError:
+            break
+    return ".".join([*stack, last_name] if last_name else stack)
+
+
+def _is_identifier(token: str) -> bool:
+    return token[:1].isalpha() or token[:1] == "_"
+
+
+def _after_colon(tokenizer: text_format.Tokenizer) -> bool:
+    """Whether the current identifier is a value (`field: VALUE`), looking at the line."""
+    before = tokenizer._current_line[: tokenizer._column].rstrip()  # noqa: SLF001
+    return before.endswith(":")
+
+
+def _is_repeated(stack: list[str], name: str) -> bool:
+    descriptor = schema().ConverterOptions.DESCRIPTOR
+    for part in stack:
+        field_descriptor = descriptor.fields_by_name.get(part.split("[")[0])
+        if field_descriptor is None or field_descriptor.message_type is None:
+            return False
+        descriptor = field_descriptor.message_type
+    found = descriptor.fields_by_name.get(name)
+    return found is not None and found.is_repeated
+
+
+# --------------------------------------------------------------------------- the seed's rules
+
+
+def validate(options, source: str = "converter options") -> None:
+    """The rules the schema's comments state, beyond what protobuf checks."""
+    problems: list[str] = []
+    for index, batch in enumerate(options.batch_options):
+        problems += [f"batch_options[{index}].{p}" for p in _batch_problems(batch)]
+    if len(options.batch_options) > 1:
+        components = [_batch_component(b) for b in options.batch_options]
+        if len(set(components)) != len(components):
+            problems.append("batch_options: two entries batch the same component")
+    if options.HasField("xla_sharding_options"):
+        problems += [
+            f"xla_sharding_options.{p}" for p in _sharding_problems(options.xla_sharding_options)
+        ]
+    seen: dict[tuple[str, object], int] = {}
+    for index, function in enumerate(options.tpu_functions):
+        kind = function.WhichOneof("name")
+        if kind is None:
+            problems.append(
+                f"tpu_functions[{index}]: name no function (set one of function_alias, concrete_function_name, signature_name, jit_compile_functions)"
+            )
+            continue
+        key = (kind, getattr(function, kind))
+        if key in seen:
+            problems.append(
+                f"tpu_functions[{index}].{kind}: {getattr(function, kind)!r} is already given by "
+                f"tpu_functions[{seen[key]}]; provide a given function only once"
+            )
+        seen.setdefault(key, index)
+    if problems:
+        raise OptionError(f"{source}: " + "; ".join(problems))
+
+
+def _batch_problems(batch) -> list[str]:
+    problems = []
+    if batch.max_batch_size <= 0:
+        problems.append(f"max_batch_size: must be positive (got {batch.max_batch_size})")
+    if batch.num_batch_threads < 0:
+        problems.append(f"num_batch_threads: must not be negative (got {batch.num_batch_threads})")
+    if batch.batch_timeout_micros < 0:
+        problems.append(
+            f"batch_timeout_micros: must not be negative (got {batch.batch_timeout_micros})"
+        )
+    if batch.max_enqueued_batches < 0:
+        problems.append(
+            f"max_enqueued_batches: must not be negative (got {batch.max_enqueued_batches})"
+        )
+    sizes = list(batch.allowed_batch_sizes)
+    if sizes:
+        if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)) or sizes[0] <= 0:
+            problems.append(
+                f"allowed_batch_sizes: entries must increase monotonically (got {sizes})"
+            )
+        elif sizes[-1] != batch.max_batch_size:
+            problems.append(
+                f"allowed_batch_sizes: the last entry ({sizes[-1]}) must equal max_batch_size "
+                f"({batch.max_batch_size})"
+            )
+    return problems
+
+
+def _batch_component(batch) -> tuple[str, str]:
+    kind = (
+        batch.experimental.WhichOneof("batch_component") if batch.HasField("experimental") else None
+    )
+    return (kind or "default", getattr(batch.experimental, kind) if kind else "")
+
+
+def _sharding_problems(sharding) -> list[str]:
+    problems = []
+    cores = sharding.num_cores_per_replica
+    if cores < 0:
+        problems.append(f"num_cores_per_replica: must not be negative (got {cores})")
+    if cores > 1 and not sharding.topology:
+        problems.append(
+            "topology: required when num_cores_per_replica > 1 (give mesh_shape and device_coordinates)"
+        )
+    if sharding.device_assignment and len(sharding.device_assignment) % 4:
+        problems.append(
+            "device_assignment: must be flattened [x, y, z, core] quadruples "
+            f"(got {len(sharding.device_assignment)} numbers)"
+        )
+    return problems
+
+
+# --------------------------------------------------------------------------- effective settings
+
+
+@dataclass(frozen=True)
+class ConversionSettings:
+    """What the options mean once defaults are applied: DEFAULT states resolved (io shapes and
+    bfloat16 are enabled by default, unless `disable_default_optimizations`), the bfloat16
+    scope DEFAULT read as TPU."""
+
+    tpu_functions: tuple = ()
+    batch_options: tuple = ()
+    io_shape_optimization: bool = True
+    bfloat16: bool = True
+    bfloat16_scope: str = "TPU"
+    bfloat16_filterlist: tuple[str, ...] = ()
+    bfloat16_skip_safety_checks: bool = False
+    sharding: object | None = None
+    raw: object | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_options(cls, options) -> ConversionSettings:
+        pb = schema()
+        state = pb.ConverterOptions.State
+        default_on = not options.disable_default_optimizations
+
+        def enabled(value: int) -> bool:
+            return value == state.ENABLED or (value == state.DEFAULT and default_on)
+
+        bf16 = options.bfloat16_optimization_options
+        scope = pb.BFloat16OptimizationOptions.Scope.Name(bf16.scope)
+        return cls(
+            tpu_functions=tuple(options.tpu_functions),
+            batch_options=tuple(options.batch_options),
+            io_shape_optimization=enabled(options.io_shape_optimization),
+            bfloat16=enabled(options.bfloat16_optimization),
+            bfloat16_scope="TPU" if scope == "DEFAULT" else scope,
+            bfloat16_filterlist=tuple(bf16.filterlist),
+            bfloat16_skip_safety_checks=bf16.skip_safety_checks,
+            sharding=options.xla_sharding_options
+            if options.HasField("xla_sharding_options")
+            else None,
+            raw=options,
+        )
+
+
+def load_converter_options(text: str | None = None, path: str | None = None):
+    """Options from a string or a file (`--converter-options-string` / `--converter-options`)."""
+    if text is not None and path is not None:
+        raise OptionError("give the converter options as a string or as a file, not both")
+    if path is not None:
+        try:
+            text = Path(path).read_text()
+        except OSError as error:
+            raise OptionError(f"{path}: cannot read: {error.strerror}") from None
+        return parse_converter_options(text, path)
+    return parse_converter_options(text or "", "converter options")
+
+
+# --------------------------------------------------------------------------- regeneration
+
+
+def generate(out_dir: str) -> Path:
+    """Run protoc (grpcio-tools) on the schema; returns the generated module's path."""
+    try:
+        from grpc_tools import protoc
+    except ImportError:
+        raise OptionError("regenerating needs grpcio-tools (pip install grpcio-tools)") from None
+    status = protoc.main(["protoc", f"-I{PROTO.parent}", f"--python_out={out_dir}", PROTO.name])
+    if status != 0:
+        raise OptionError(f"protoc failed on {PROTO} (status {status})")
+    return Path(out_dir) / GENERATED.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--regenerate", action="store_true", help=f"rewrite {GENERATED.name}")
+    args = parser.parse_args(argv)
+    if not args.regenerate:
+        parser.print_help()
+        return 0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        generated = generate(directory)
+        os.replace(generated, GENERATED)
+    print(f"wrote {GENERATED}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""mlconv-convert: convert a model for serving on TPUs, as the Cloud TPU Inference Converter does.
+
+    mlconv-convert saved_model/ -o converted/ --converter-options-string '
+        tpu_functions { function_alias: "tpu_func" }'
+    mlconv-convert model.onnx -o converted/ --converter-options options.txtpb
+    mlconv-run converted/ --inputs in.npz --outputs out.npz     # or mlconv.load("converted/")
+
+The options are the seed's `ConverterOptions` text proto (tools/converter_options.proto). The
+seed's own flag spellings (`--input_model_dir`, `--output_model_dir`,
+`--converter_options_string`) are accepted too. Each step is one of mlconv's passes; one line
+per phase with its time goes to stderr (`--quiet` silences it).
+
+Placement: for a SavedModel, `tpu_functions` names the function to place (function_alias,
+concrete_function_name or signature_name; none: the `serving_default` signature); ONNX and
+TFLite models are placed whole. The output is an artifact folder (backends/artifact.py) holding
+the TPU functions as serialized jax.export modules with their weights and a manifest.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mlconv.errors import OptionError
+from mlconv.tools.cli import ToolArgumentParser, run_tool
+
+PROG = "mlconv-convert"
+
+
+def make_parser() -> ToolArgumentParser:
+    parser = ToolArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    parser.add_argument("model", nargs="?", help="SavedModel folder, .onnx, .tflite or .mlir")
+    parser.add_argument("--input_model_dir", dest="input_model_dir", help=argparse_hidden())
+    parser.add_argument(
+        "-o", "--output", "--output_model_dir", dest="output", help="artifact folder to write"
+    )
+    options = parser.add_mutually_exclusive_group()
+    options.add_argument(
+        "--converter-options-string",
+        "--converter_options_string",
+        dest="options_string",
+        metavar="TEXT",
+        help="ConverterOptions as a text proto",
+    )
+    options.add_argument(
+        "--converter-options", dest="options_file", metavar="FILE", help="a file holding it"
+    )
+    parser.add_argument(
+        "--input-shapes",
+        default="",
+        metavar="x:1,3,224,224;y:1,10",
+        help="static shapes for inputs whose dims the model leaves dynamic",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no per-phase progress lines")
+    return parser
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+class Phases:
+    """One line per phase with its time on stderr, and the times for the manifest."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.times: dict[str, float] = {}
+
+    def run(self, name: str, step: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        result = step()
+        elapsed = time.perf_counter() - start
+        self.times[name] = round(elapsed, 4)
+        if not self.quiet:
+            print(f"{PROG}: {name:<28} {elapsed:8.2f} s", file=sys.stderr, flush=True)
+        return result
+
+
+def frontend_options(settings: Any, model: Path) -> tuple[dict[str, str], list[str]]:
+    """The TF frontend's function choice from `tpu_functions`, and the TPU function names."""
+    functions = list(settings.tpu_functions)
+    if not functions:
+        return {}, []
+    if not model.is_dir():
+        raise OptionError(
+            "tpu_functions: names functions of a SavedModel; an ONNX or TFLite model is placed on "
+            "the TPU whole (leave tpu_functions out)"
+        )
+    if len(functions) > 1:
+        raise OptionError(
+            f"tpu_functions: {len(functions)} functions given; this version of mlconv-convert "
+            "places one function of a SavedModel (give one tpu_functions entry)"
+        )
+    function = functions[0]
+    kind = function.WhichOneof("name")
+    if kind == "jit_compile_functions":
+        raise OptionError(
+            "tpu_functions[0].jit_compile_functions: not supported yet; name the function with "
+            "function_alias, concrete_function_name or signature_name"
+        )
+    keyword = {
+        "function_alias": "alias",
+        "concrete_function_name": "function",
+        "signature_name": "signature",
+    }[kind]
+    value = getattr(function, kind)
+    return {keyword: value}, [value]
+
+
+def unsupported_defaults(settings: Any, explicit: Any) -> list[str]:
+    """Optimizations the options ask for that this version does not perform: an explicit
+    ENABLED is refused; a DEFAULT one is reported on the progress lines."""
+    from mlconv.tools.converter_options import schema
+
+    state = schema().ConverterOptions.State
+    pending = []
+    for name in ("io_shape_optimization", "bfloat16_optimization"):
+        if getattr(explicit, name) == state.ENABLED:
+            raise OptionError(f"{name}: ENABLED, but mlconv-convert does not perform it yet")
+        if getattr(settings, "bfloat16" if name.startswith("bfloat16") else name):
+            pending.append(name)
+    if settings.batch_options:
+        raise OptionError("batch_options: in-graph batching is not supported yet")
+    if settings.sharding is not None:
+        raise OptionError("xla_sharding_options: sharding is not supported yet")
+    return pending
+
+
+def convert(
+    model: str,
+    output: str,
+    options_text: str | None = None,
+    options_file: str | None = None,
+    input_shapes: str = "",
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Convert `model` into the artifact folder `output`; returns its manifest."""
+    from mlconv.api import format_input_shapes, load_model, lower_to_core
+    from mlconv.backends.artifact import save_artifact
+    from mlconv.backends.specialize import needs_specialization
+    from mlconv.dialects import make_context
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.tools.converter_options import ConversionSettings, load_converter_options
+
+    phases = Phases(quiet)
+    options = phases.run(
+        "parse options", lambda: load_converter_options(options_text, options_file)
+    )
+    settings = ConversionSettings.from_options(options)
+    path = Path(model)
+    frontend, names = frontend_options(settings, path)
+    pending = unsupported_defaults(settings, options)
+    module = phases.run("import", lambda: load_model(model, **frontend))
+    phases.run("lower to core", lambda: lower_to_core(module))
+    shapes = format_input_shapes(input_shapes)
+    phases.run(
+        "infer shapes",
+        lambda: CoreInferShapesPass(input_shapes=shapes).apply(make_context(), module),
+    )
+    if needs_specialization(module):
+        raise OptionError(
+            "the model has inputs of dynamic shape, or inputs that decide shapes: give "
+            "--input-shapes with every dimension static"
+        )
+    phases.run(
+        "place on tpu (core-to-tpu)",
+        lambda: CoreToTpuPipeline(device="tpu").apply(make_context(), module),
+    )
+    from google.protobuf import text_format
+
+    manifest = phases.run(
+        "export and write",
+        lambda: save_artifact(
+            module,
+            output,
+            options_text=text_format.MessageToString(options),
+            source=str(path),
+            function_names=names,
+            extra={"not_performed": pending},
+        ),
+    )
+    if pending and not quiet:
+        print(
+            f"{PROG}: note: not performed (default-on in the seed, not implemented yet): "
+            + ", ".join(pending),
+            file=sys.stderr,
+        )
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        args = make_parser().parse_args(argv)
+        model = args.model or args.input_model_dir
+        if model is None:
+            raise OptionError("give the model to convert (a path, or --input_model_dir)")
+        if args.model and args.input_model_dir:
+            raise OptionError("give the model once: a path or --input_model_dir")
+        if not args.output:
+            raise OptionError("give the artifact folder to write with -o (or --output_model_dir)")
+        if not Path(model).exists():
+            raise OptionError(f"{model}: no such file or folder")
+        convert(
+            model,
+            args.output,
+            args.options_string,
+            args.options_file,
+            args.input_shapes,
+            args.quiet,
+        )
+        return 0
+
+    return run_tool(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
