@@ -31,6 +31,37 @@ def _int8(qtype) -> bool:
     return storage.width.data == 8 and storage.signedness.data.name != "UNSIGNED"
 
 
+def int8_per_tensor(qtype) -> bool:
+    return _int8(qtype) and not qtype.is_per_axis
+
+
+_ACTIVATION_RANGES = {
+    "NONE": None,
+    "RELU": (0.0, None),
+    "RELU6": (0.0, 6.0),
+    "RELU_N1_TO_1": (-1.0, 1.0),
+}
+
+
+def int8_activation_bounds(op, qout) -> tuple[float, float] | None:
+    """The int8 range [-128, 127] narrowed by the op's fused activation as TFLite narrows it
+    (each real bound quantized with `qout`), or None for an activation that is no clamp."""
+    activation = op.options().get("fused_activation_function", "NONE")
+    if activation not in _ACTIVATION_RANGES:
+        return None
+    low, high = -128.0, 127.0
+    if _ACTIVATION_RANGES[activation] is not None:
+        (scale,), (zero_point,) = qout.scale_values(), qout.zero_point_values()
+        real_low, real_high = _ACTIVATION_RANGES[activation]
+
+        def q(v):
+            return float(np.rint(np.float32(v) / np.float32(scale) + np.float32(zero_point)))
+
+        low = max(low, q(real_low))
+        high = high if real_high is None else min(high, q(real_high))
+    return low, high
+
+
 def _result_qtype(op):
     element = op.results[0].type.get_element_type()
     return element if isinstance(element, UniformQuantizedType) else None
@@ -74,20 +105,11 @@ def _requantize(op, b, acc, channel_axis: int, qin, w_scales, qout):
     y = b(core.RoundOp, b(core.MultiplyOp, acc, b.const(s)), mode="half_to_even")
     if zp_out:
         y = b(core.AddOp, y, b.const(np.float32(zp_out)))
-    low, high = -128.0, 127.0
-    activation = op.options().get("fused_activation_function", "NONE")
-    bounds = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
-    if activation not in bounds:
+    bounds = int8_activation_bounds(op, qout)
+    if bounds is None:
+        activation = op.options().get("fused_activation_function")
         raise b.fail(f"fused activation {activation} on an int8 result is not supported")
-    if bounds[activation] is not None:
-        real_low, real_high = bounds[activation]
-
-        def q(v):
-            return float(np.rint(np.float32(v) / np.float32(scale_out) + np.float32(zp_out)))
-
-        low = max(low, q(real_low))
-        high = high if real_high is None else min(high, q(real_high))
-    y = b(core.ClampOp, y, min=low, max=high)
+    y = b(core.ClampOp, y, min=bounds[0], max=bounds[1])
     return b(core.ConvertOp, y, destination_type=element_type(np.int8))
 
 
