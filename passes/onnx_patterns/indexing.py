@@ -39,6 +39,8 @@ def _length(b, value) -> int:
 @lowering("Slice", 1)
 def slice_v1(op, b):
     starts, ends = op.onnx_attr("starts"), op.onnx_attr("ends")
+    if starts is None:  # onnx-normalize made the attributes Slice-10's inputs
+        return slice_(op, b)
     axes = op.onnx_attr("axes")
     return [
         b(
@@ -106,6 +108,8 @@ def _pad_mode(op, b) -> str:
 
 @lowering("Pad", 2)
 def pad_v2(op, b):
+    if op.onnx_attr("pads") is None:  # onnx-normalize made the attributes Pad-11's inputs
+        return pad(op, b)
     data = op.operands[0]
     pads = list(op.onnx_attr("pads"))
     half = len(pads) // 2
