@@ -360,3 +360,136 @@ def test_interpreters_leave_the_module_unchanged() -> None:
     text = str(module)
     numerics.interpret(module, case.inputs)
     assert str(module) == text
+
+
+# --- tf and tflite: the framework runs the source model, then core and tpu interpreters ------
+
+
+def keras_cnn():
+    """A small NHWC CNN (fixed seed): convolution, depthwise convolution, batch norms
+    calibrated on real activations, ReLU6, max pooling, a residual add, global pooling and a
+    centred dense head."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    layers = keras.layers
+    image = keras.Input((16, 16, 3), batch_size=1, name="image")
+    x = layers.Conv2D(8, 3, padding="same")(image)
+    x = layers.BatchNormalization()(x)
+    x = layers.ReLU()(x)
+    y = layers.DepthwiseConv2D(3, padding="same")(x)
+    y = layers.BatchNormalization()(y)
+    y = layers.ReLU(6.0)(y)
+    x = layers.Add()([x, layers.Conv2D(8, 1)(y)])
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Conv2D(12, 3, strides=2, padding="valid")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    logits = layers.Dense(10)(x)
+    model = keras.Model(image, logits)
+    calibration = np.random.default_rng(5).standard_normal((8, 16, 16, 3)).astype(np.float32)
+    sensitivity.calibrate_batch_norms(model, [calibration], seed=0)
+    sensitivity.center_head(model, [calibration])
+    return model
+
+
+@pytest.fixture(scope="module")
+def keras_model(tmp_path_factory):
+    """(SavedModel folder, .tflite path, two inputs) of `keras_cnn`."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    tf = pytest.importorskip("tensorflow")
+    model = keras_cnn()
+    folder = tmp_path_factory.mktemp("keras_cnn")
+
+    class Serving(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 16, 16, 3], tf.float32, name="image")])
+        def serve(self, image):
+            return {"output": self.model(image, training=False)}
+
+    serving = Serving()
+    tf.saved_model.save(
+        serving, str(folder / "saved"), signatures={"serving_default": serving.serve}
+    )
+    tflite = folder / "cnn.tflite"
+    tflite.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((1, 16, 16, 3)).astype(np.float32) for _ in range(2)]
+    return str(folder / "saved"), str(tflite), inputs
+
+
+def _tensorflow(folder: str, x: np.ndarray) -> list[np.ndarray]:
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(folder).signatures["serving_default"]
+    return [serve(tf.constant(x))["output"].numpy()]
+
+
+def _litert(path: str, x: np.ndarray) -> list[np.ndarray]:
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    return [interpreter.get_tensor(o["index"]) for o in interpreter.get_output_details()]
+
+
+_TF_STAGES: dict[str, object] = {}
+
+
+def tf_core(folder: str):
+    """The SavedModel after tf-to-core, and after core-layout-nchw."""
+    if folder not in _TF_STAGES:
+        from mlconv.frontends.tf_importer import import_tf
+
+        core = numerics.apply_passes(import_tf(folder), "tf-to-core")
+        _TF_STAGES[folder] = (core, numerics.apply_passes(core, "core-layout-nchw"))
+    return _TF_STAGES[folder]
+
+
+def test_tf_to_core(keras_model) -> None:
+    """TensorFlow on the SavedModel (the IR before tf-to-core is its import) against the
+    core interpreter on the IR after it."""
+    folder, _, (x, other) = keras_model
+    expected = _tensorflow(folder, x)
+    sensitivity.assert_input_sensitive(expected, _tensorflow(folder, other), rtol=RTOL_ACROSS)
+    core, _ = tf_core(folder)
+    numerics.assert_scaled_close(numerics.interpret(core, [x]), expected, RTOL_ACROSS, "tf-to-core")
+
+
+def test_core_layout_nchw(keras_model) -> None:
+    """NHWC transposes sunk and cancelled: the core IR before and after, both interpreted."""
+    from mlconv.passes.core_layout_nchw import count_transposes
+
+    folder, _, (x, other) = keras_model
+    core, laid_out = tf_core(folder)
+    assert count_transposes(laid_out) < count_transposes(core)
+    check_pass(core, "core-layout-nchw", [x], [other], what="keras cnn")
+
+
+def test_core_to_tpu_on_nhwc_model(keras_model) -> None:
+    folder, _, (x, other) = keras_model
+    _, laid_out = tf_core(folder)
+    before = numerics.apply_passes(
+        laid_out, "core-infer-shapes,core-fold-constants{static-shape=true},core-fuse"
+    )
+    check_pass(before, "core-to-tpu", [x], [other], what="keras cnn")
+
+
+def test_tflite_to_core(keras_model) -> None:
+    """LiteRT on the .tflite file (the IR before tflite-to-core is its import) against the
+    core interpreter on the IR after it."""
+    from mlconv.frontends.tflite_importer import import_tflite
+
+    _, path, (x, other) = keras_model
+    expected = _litert(path, x)
+    sensitivity.assert_input_sensitive(expected, _litert(path, other), rtol=RTOL_ACROSS)
+    core = numerics.apply_passes(import_tflite(path), "tflite-to-core")
+    numerics.assert_scaled_close(
+        numerics.interpret(core, [x]), expected, RTOL_ACROSS, "tflite-to-core"
+    )
