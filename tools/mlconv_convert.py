@@ -12,7 +12,10 @@ per phase with its time goes to stderr (`--quiet` silences it).
 
 Placement: for a SavedModel, `tpu_functions` names the function to place (function_alias,
 concrete_function_name or signature_name; none: the `serving_default` signature); ONNX and
-TFLite models are placed whole. The output is an artifact folder (backends/artifact.py) holding
+TFLite models are placed whole. bfloat16 (`tpu-bf16`, on by default as in the seed, with its
+scope, filterlist and safety check) is applied to the TPU functions; io_shape_optimization,
+batching and sharding are not performed yet: a DEFAULT io_shape_optimization is listed in the
+manifest's `not_performed`, an explicit request is refused. The output is an artifact folder (backends/artifact.py) holding
 the TPU functions as serialized jax.export modules with their weights and a manifest.
 """
 
@@ -112,18 +115,20 @@ def frontend_options(settings: Any, model: Path) -> tuple[dict[str, str], list[s
     return {keyword: value}, [value]
 
 
-def unsupported_defaults(settings: Any, explicit: Any) -> list[str]:
+def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     """Optimizations the options ask for that this version does not perform: an explicit
-    ENABLED is refused; a DEFAULT one is reported on the progress lines."""
+    ENABLED (or a block of options) is refused; a DEFAULT one is listed in the manifest and on
+    the progress lines."""
     from mlconv.tools.converter_options import schema
 
     state = schema().ConverterOptions.State
     pending = []
-    for name in ("io_shape_optimization", "bfloat16_optimization"):
-        if getattr(explicit, name) == state.ENABLED:
-            raise OptionError(f"{name}: ENABLED, but mlconv-convert does not perform it yet")
-        if getattr(settings, "bfloat16" if name.startswith("bfloat16") else name):
-            pending.append(name)
+    if explicit.io_shape_optimization == state.ENABLED:
+        raise OptionError(
+            "io_shape_optimization: ENABLED, but mlconv-convert does not perform it yet"
+        )
+    if settings.io_shape_optimization:
+        pending.append("io_shape_optimization")
     if settings.batch_options:
         raise OptionError("batch_options: in-graph batching is not supported yet")
     if settings.sharding is not None:
@@ -146,6 +151,7 @@ def convert(
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.tpu_bf16 import TpuBf16Pass
     from mlconv.tools.converter_options import ConversionSettings, load_converter_options
 
     phases = Phases(quiet)
@@ -155,7 +161,7 @@ def convert(
     settings = ConversionSettings.from_options(options)
     path = Path(model)
     frontend, names = frontend_options(settings, path)
-    pending = unsupported_defaults(settings, options)
+    pending = unsupported_options(settings, options)
     module = phases.run("import", lambda: load_model(model, **frontend))
     phases.run("lower to core", lambda: lower_to_core(module))
     shapes = format_input_shapes(input_shapes)
@@ -172,6 +178,13 @@ def convert(
         "place on tpu (core-to-tpu)",
         lambda: CoreToTpuPipeline(device="tpu").apply(make_context(), module),
     )
+    if settings.bfloat16:
+        bf16 = TpuBf16Pass(
+            filterlist=settings.bfloat16_filterlist,
+            skip_safety_checks=settings.bfloat16_skip_safety_checks,
+            scope=settings.bfloat16_scope.lower(),
+        )
+        phases.run("bfloat16 (tpu-bf16)", lambda: bf16.apply(make_context(), module))
     from google.protobuf import text_format
 
     manifest = phases.run(
@@ -182,12 +195,16 @@ def convert(
             options_text=text_format.MessageToString(options),
             source=str(path),
             function_names=names,
-            extra={"not_performed": pending},
+            extra={
+                "bfloat16": settings.bfloat16,
+                "not_performed": pending,
+                "phase_seconds": phases.times,
+            },
         ),
     )
     if pending and not quiet:
         print(
-            f"{PROG}: note: not performed (default-on in the seed, not implemented yet): "
+            f"{PROG}: note: not performed (on by default in the seed, not implemented yet): "
             + ", ".join(pending),
             file=sys.stderr,
         )

@@ -383,3 +383,96 @@ def test_tflite_model_converts(keras_model, tmp_path):
     sensitivity.assert_input_sensitive(expected, litert(other), rtol=1e-5)
     (got,) = mlconv.load(out)(x)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- bfloat16
+
+
+def test_tpu_bf16_pass_numerics_before_and_after():
+    """The tpu IR right before tpu-bf16 and right after it, each run by the tpu interpreter."""
+    from mlconv.api import lower_to_tpu
+    from mlconv.dialects import make_context
+    from mlconv.frontends.onnx_importer import import_onnx
+    from mlconv.interpreters import run_module
+    from mlconv.passes.tpu_bf16 import TpuBf16Pass
+
+    before = lower_to_tpu(import_onnx(conv_model()))
+    after = before.clone()
+    TpuBf16Pass().apply(make_context(), after)
+    after.verify()
+    assert "bf16" in str(after) and "bf16" not in str(before)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
+    (expected,) = run_module(before, [x])
+    (got,) = run_module(after, [x])
+    assert got.dtype == np.float32
+    error = float(np.abs(got - expected).max() / np.abs(expected).max())
+    assert 1e-6 < error < 2e-2, error  # rounded as bfloat16 does, no worse
+
+
+def converted_text(out: Path) -> str:
+    return (out / "tpu" / "tpu_function_0.mlir").read_text()
+
+
+@pytest.fixture(scope="module")
+def onnx_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bf16") / "model.onnx"
+    onnx.save(conv_model(), str(path))
+    return path
+
+
+def test_default_conversion_computes_in_bfloat16(onnx_path, tmp_path):
+    manifest = convert(str(onnx_path), str(tmp_path / "out"), "")
+    assert manifest["bfloat16"] is True
+    assert manifest["not_performed"] == ["io_shape_optimization"]
+    assert "bf16" in converted_text(tmp_path / "out")
+    x = np.random.default_rng(6).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    expected = onnxruntime(conv_model(), x)
+    (got,) = mlconv.load(tmp_path / "out")(x)
+    assert got.dtype == np.float32
+    error = float(np.abs(got - expected).max() / np.abs(expected).max())
+    assert 1e-6 < error < 2e-2, error
+
+
+def test_bfloat16_disabled_keeps_float32(onnx_path, tmp_path):
+    manifest = convert(str(onnx_path), str(tmp_path / "out"), "bfloat16_optimization: DISABLED")
+    assert manifest["bfloat16"] is False
+    assert "bf16" not in converted_text(tmp_path / "out")
+
+
+def test_filterlist_keeps_named_ops_float32(onnx_path, tmp_path):
+    options = 'bfloat16_optimization_options { filterlist: "conv" scope: ALL }'
+    convert(str(onnx_path), str(tmp_path / "out"), options)
+    text = converted_text(tmp_path / "out")
+    convolutions = [line for line in text.splitlines() if "stablehlo.convolution" in line]
+    assert convolutions and all("xf32>" in line and "bf16" not in line for line in convolutions)
+    assert "bf16" in text  # the other ops still are
+
+
+def bf16_model() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Cast", ["x"], ["h"], name="to_bf16", to=TensorProto.BFLOAT16),
+        helper.make_node("Cast", ["h"], ["f"], name="to_f32", to=TensorProto.FLOAT),
+        helper.make_node("Relu", ["f"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "already_bf16",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_model_already_in_bfloat16_needs_skip_safety_checks(tmp_path):
+    from mlconv.errors import PassFailure
+
+    path = tmp_path / "model.onnx"
+    onnx.save(bf16_model(), str(path))
+    with pytest.raises(PassFailure, match="already computes in bfloat16.*skip_safety_checks"):
+        convert(str(path), str(tmp_path / "refused"), "")
+    assert not (tmp_path / "refused").exists()
+    options = "bfloat16_optimization_options { skip_safety_checks: true }"
+    convert(str(path), str(tmp_path / "out"), options)
+    x = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
+    np.testing.assert_array_equal(mlconv.load(tmp_path / "out")(x)[0], np.maximum(x, 0))

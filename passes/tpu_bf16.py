@@ -1,0 +1,204 @@
+"""tpu-bf16: compute the float32 parts of TPU regions in bfloat16 (seed 003's bfloat16 optimization).
+
+Input: tpu dialect. Output: inside each `tpu.region`, every float32 value becomes bfloat16:
+float32 constants are rounded to bfloat16, float32 region inputs are converted on entry and the
+float32 results converted back before `tpu.yield`, so the region (and the model) keeps its
+float32 signature. A primitive parameter naming float32 (`convert_element_type`'s `new_dtype`,
+`dot_general`'s `preferred_element_type`, `iota`'s `dtype`, ...) names bfloat16 instead.
+
+Options (ConverterOptions.bfloat16_optimization_options):
+- `filterlist=a,b`: ops that stay float32, named by their tpu op (`exp` or `tpu.exp`) or by the
+  source node their location names; their bfloat16 inputs are converted to float32 and their
+  float32 results back to bfloat16, as the seed describes. Control flow (`tpu.cond`,
+  `tpu.while`, `tpu.scan`) is always run this way: its bodies stay float32.
+- `skip-safety-checks=true`: a region that already holds bfloat16 values is otherwise refused,
+  since pre-existing bfloat16 ops can make the conversion wrong.
+- `scope=tpu|all`: where the model's computation runs; every op of a converted model sits in a
+  `tpu.region` (host computation is not split out yet), so both convert the same ops.
+
+    %y = "tpu.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  becomes
+    %xb = "tpu.convert_element_type"(%x) {new_dtype = bf16, ...} : (tensor<4xf32>) -> tensor<4xbf16>
+    %yb = "tpu.exp"(%xb) : (tensor<4xbf16>) -> tensor<4xbf16>
+    %y = "tpu.convert_element_type"(%yb) {new_dtype = f32, ...} : (tensor<4xbf16>) -> tensor<4xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import ml_dtypes
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import BFloat16Type, Float32Type, ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from mlconv.dense import numpy_dtype, to_numpy
+from mlconv.dialects import tpu
+from mlconv.errors import OptionError, PassFailure, describe_location
+from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F32 = np.dtype(np.float32)
+SCOPES = ("tpu", "all")
+
+
+def _is_f32(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and isinstance(
+        value.type.get_element_type(), Float32Type
+    )
+
+
+def _holds_bf16(op: Operation) -> bool:
+    values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+    return any(
+        isinstance(v.type, TensorType) and isinstance(v.type.get_element_type(), BFloat16Type)
+        for v in values
+    )
+
+
+def _struct(value: SSAValue) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(
+        tuple(value.type.get_shape()), numpy_dtype(value.type.get_element_type())
+    )
+
+
+def _to_bf16_param(value: Any) -> Any:
+    if isinstance(value, np.dtype) and value == F32:
+        return BF16
+    if isinstance(value, type) and issubclass(value, np.generic) and np.dtype(value) == F32:
+        return BF16
+    return value
+
+
+class RegionConverter:
+    """Rebuilds one region body with float32 computed as bfloat16."""
+
+    def __init__(self, filterlist: frozenset[str]):
+        self.filterlist = filterlist
+
+    def emit(
+        self, block: Block, location: Any, fn: Callable[..., Any], inputs: Sequence[SSAValue]
+    ) -> list[SSAValue]:
+        closed = jax.make_jaxpr(fn)(*[_struct(v) for v in inputs])
+        return JaxprEmitter(block.add_op, location).emit(closed, list(inputs))
+
+    def cast(self, block: Block, location: Any, value: SSAValue, dtype: np.dtype) -> SSAValue:
+        if numpy_dtype(value.type.get_element_type()) == dtype:
+            return value
+        return self.emit(
+            block, location, lambda x: jax.lax.convert_element_type(x, dtype), [value]
+        )[0]
+
+    def filtered(self, op: Operation) -> bool:
+        if not self.filterlist:
+            return False
+        short = op.name.removeprefix("tpu.")
+        return bool({op.name, short, describe_location(op.location) or ""} & self.filterlist)
+
+    def convert(self, region_op: tpu.RegionOp) -> None:
+        old = region_op.body.block
+        new = Block(arg_types=[a.type for a in old.args])
+        env: dict[SSAValue, SSAValue] = {}
+        # Float32 originals where they exist (region inputs, results of ops kept float32), so
+        # an op kept float32 or the yield reads them instead of a bfloat16 rounding.
+        self.exact: dict[SSAValue, SSAValue] = {}
+        for old_arg, arg in zip(old.args, new.args, strict=True):
+            env[old_arg] = self.cast(new, region_op.location, arg, BF16) if _is_f32(arg) else arg
+            if _is_f32(arg):
+                self.exact[old_arg] = arg
+        for op in old.ops:
+            if isinstance(op, tpu.YieldOp):
+                values = [self.float32(new, op.location, v, env) for v in op.values]
+                new.add_op(tpu.YieldOp.create(operands=values))
+            elif isinstance(op, tpu.ConstantOp):
+                array = to_numpy(op.value)
+                if array.dtype == F32:
+                    self.exact[op.output] = self.constant(new, op, array)
+                    array = array.astype(BF16)
+                env[op.output] = self.constant(new, op, array)
+            elif isinstance(op, tpu.PrimitiveOp) and not op.regions and not self.filtered(op):
+                params = {k: _to_bf16_param(v) for k, v in op.params().items()}
+                primitive = tpu.primitive(op.PRIMITIVE)
+                multiple = op.MULTIPLE_RESULTS
+
+                def bind(*xs, primitive=primitive, params=params, multiple=multiple):
+                    out = primitive.bind(*xs, **params)
+                    return list(out) if multiple else [out]
+
+                outputs = self.emit(new, op.location, bind, [env[v] for v in op.operands])
+                env.update(zip(op.results, outputs, strict=True))
+            else:
+                self.keep_float32(new, op, env)
+        # Conversions and constants nobody reads (float32 originals not needed after all).
+        for op in reversed(list(new.ops)):
+            if op.name in ("tpu.convert_element_type", "tpu.constant") and not op.results[0].uses:
+                new.erase_op(op)
+        region_op.body.detach_block(old)
+        region_op.body.add_block(new)
+
+    @staticmethod
+    def constant(block: Block, op: Operation, array: np.ndarray) -> SSAValue:
+        constant = tpu.ConstantOp.from_numpy(array)
+        constant.location = op.location
+        block.add_op(constant)
+        return constant.output
+
+    def keep_float32(self, block: Block, op: Operation, env: dict[SSAValue, SSAValue]) -> None:
+        """`op` as it was, in float32: bfloat16 inputs converted to float32, float32 results to
+        bfloat16."""
+        inputs = [self.float32(block, op.location, v, env) for v in op.operands]
+        clone = op.clone()
+        for index, value in enumerate(inputs):
+            clone.operands[index] = value
+        block.add_op(clone)
+        for old_result, result in zip(op.results, clone.results, strict=True):
+            env[old_result] = (
+                self.cast(block, op.location, result, BF16) if _is_f32(result) else result
+            )
+            if _is_f32(result):
+                self.exact[old_result] = result
+
+    def float32(
+        self, block: Block, location: Any, old: SSAValue, env: dict[SSAValue, SSAValue]
+    ) -> SSAValue:
+        """The new value standing for `old`, as float32 when `old` was float32."""
+        if not _is_f32(old):
+            return env[old]
+        if old in self.exact:
+            return self.exact[old]
+        return self.cast(block, location, env[old], F32)
+
+
+@dataclass(frozen=True)
+class TpuBf16Pass(ModulePass):
+    """tpu-bf16: float32 computation in TPU regions as bfloat16, float32 signature kept."""
+
+    name = "tpu-bf16"
+    filterlist: tuple[str, ...] = ()
+    skip_safety_checks: bool = False
+    scope: str = "tpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.scope.lower() not in SCOPES:
+            raise OptionError(f"tpu-bf16: scope '{self.scope}' is not one of {', '.join(SCOPES)}")
+        regions = [r for r in op.walk() if isinstance(r, tpu.RegionOp)]
+        if not self.skip_safety_checks:
+            for region in regions:
+                for inner in region.body.walk():
+                    if inner is not region and _holds_bf16(inner):
+                        raise PassFailure.at(
+                            inner,
+                            "already computes in bfloat16; the bfloat16 optimization refuses such "
+                            "models (set skip_safety_checks to convert anyway)",
+                        )
+        converter = RegionConverter(frozenset(self.filterlist))
+        for region in regions:
+            converter.convert(region)
+
+
+__all__ = ["TpuBf16Pass"]

@@ -1,0 +1,56 @@
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16)' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{filterlist=exp})' --split-input-file | filecheck %s --check-prefix=FILTER
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{filterlist=add_node})' --split-input-file | filecheck %s --check-prefix=BYNAME
+
+// The region computes in bf16 between one conversion in and one out; the signature stays f32.
+// CHECK-LABEL: func.func @exp_add
+// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32> {{.*}}) -> (tensor<4xf32>
+// CHECK:         ^bb0(%[[ARG:.*]]: tensor<4xf32>):
+// CHECK-NEXT:      %[[IN:.*]] = "tpu.convert_element_type"(%[[ARG]]) {new_dtype = bf16, {{.*}}} : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK-NEXT:      %[[EXP:.*]] = "tpu.exp"(%[[IN]]) {{.*}} : (tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK-NEXT:      %[[C:.*]] = tpu.constant {value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xbf16>}
+// CHECK-NEXT:      %[[ADD:.*]] = "tpu.add"(%[[EXP]], %[[C]]) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK-NEXT:      %[[OUT:.*]] = "tpu.convert_element_type"(%[[ADD]]) {new_dtype = f32, {{.*}}} : (tensor<4xbf16>) -> tensor<4xf32>
+// CHECK-NEXT:      tpu.yield %[[OUT]] : tensor<4xf32>
+
+// A filtered op reads the float32 input itself and its result is converted to bf16.
+// FILTER-LABEL: func.func @exp_add
+// FILTER:         ^bb0(%[[ARG:.*]]: tensor<4xf32>):
+// FILTER-NEXT:      %[[EXP:.*]] = "tpu.exp"(%[[ARG]]) {{.*}} : (tensor<4xf32>) -> tensor<4xf32>
+// FILTER-NEXT:      %[[EXPB:.*]] = "tpu.convert_element_type"(%[[EXP]]) {new_dtype = bf16, {{.*}}} : (tensor<4xf32>) -> tensor<4xbf16>
+// FILTER:           "tpu.add"(%[[EXPB]], %{{.*}}) : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+
+// Ops are also named by their source node (the location); constants they read stay exact.
+// BYNAME-LABEL: func.func @exp_add
+// BYNAME:         "tpu.exp"(%{{.*}}) {{.*}} : (tensor<4xbf16>) -> tensor<4xbf16>
+// BYNAME:         %[[C:.*]] = tpu.constant {{.*}} : tensor<4xf32>
+// BYNAME-NEXT:    %[[BACK:.*]] = "tpu.convert_element_type"(%{{.*}}) {new_dtype = f32, {{.*}}} : (tensor<4xbf16>) -> tensor<4xf32>
+// BYNAME-NEXT:    %[[ADD:.*]] = "tpu.add"(%[[BACK]], %[[C]]) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// BYNAME-NEXT:    tpu.yield %[[ADD]] : tensor<4xf32>
+func.func @exp_add(%x: tensor<4xf32> {mlconv.name = "x"}) -> (tensor<4xf32> {mlconv.name = "y"}) {
+  %0 = "tpu.region"(%x) ({
+  ^bb0(%1: tensor<4xf32>):
+    %2 = "tpu.exp"(%1) {accuracy} : (tensor<4xf32>) -> tensor<4xf32> loc("exp_node")
+    %3 = tpu.constant {value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>} : tensor<4xf32>
+    %4 = "tpu.add"(%2, %3) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("add_node")
+    tpu.yield %4 : tensor<4xf32>
+  }) {device = "tpu"} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Integer values and parameters are left alone; a float32 dtype parameter names bf16.
+// CHECK-LABEL: func.func @iota_convert
+// CHECK:         "tpu.iota"() {dtype = i32, {{.*}}} : () -> tensor<4xi32>
+// CHECK:         "tpu.convert_element_type"(%{{.*}}) {new_dtype = bf16, {{.*}}} : (tensor<4xi32>) -> tensor<4xbf16>
+// FILTER-LABEL: func.func @iota_convert
+// BYNAME-LABEL: func.func @iota_convert
+func.func @iota_convert() -> tensor<4xf32> {
+  %0 = "tpu.region"() ({
+    %1 = "tpu.iota"() {dtype = i32, shape = array<i64: 4>, dimension = 0 : i64, sharding} : () -> tensor<4xi32>
+    %2 = "tpu.convert_element_type"(%1) {new_dtype = f32, weak_type = false, sharding} : (tensor<4xi32>) -> tensor<4xf32>
+    tpu.yield %2 : tensor<4xf32>
+  }) {device = "tpu"} : () -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
