@@ -1,8 +1,11 @@
 """ONNX model -> `onnx` dialect.
 
-`import_onnx(path | ModelProto)` loads the model with the `onnx` package (external data from
-the model's folder), runs ONNX shape inference (non-strict; without it if it fails) and
-builds `func.func @main`:
+`import_onnx(path | ModelProto)` loads the model with the `onnx` package, runs ONNX shape
+inference (non-strict; without it if it fails) on the model without its large weights, and
+builds `func.func @main`. Weights are read once: external data (`model.onnx.data`, from the
+model's folder only) is read per initializer straight into the dense attribute's bytes, and
+in-file initializers above 4 KiB leave the proto during inference (a ModelProto argument is
+given back unchanged). So a model over 2 GB of weights imports at about its weight bytes.
 
 - arguments: the graph inputs that are not initializers, `{mlconv.name = "<input>"}`;
 - initializers: `onnx.Constant` ops whose `value` is a dense attribute over the numpy bytes;
@@ -22,18 +25,20 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import ChainMap
 from typing import IO, Any
 
 import numpy as np
 import onnx
-import onnx.external_data_helper
 import onnx.numpy_helper
 import onnx.shape_inference
 from google.protobuf.message import DecodeError
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float32Type,
     FloatAttr,
@@ -63,21 +68,28 @@ _INVALID_NAME_CHAR = re.compile(r"[^\w$.-]")
 def import_onnx(model: str | os.PathLike | onnx.ModelProto) -> ModuleOp:
     """The `onnx`-dialect module of an ONNX model file or ModelProto."""
     if isinstance(model, onnx.ModelProto):
-        path, proto = None, model
+        path, proto, folder = None, model, ""
     else:
         path = os.fspath(model)
         proto = _load(path)
+        folder = os.path.dirname(os.path.abspath(path))
+    # Weights stay out of shape inference (which serializes and re-parses the whole model)
+    # and are read once, straight into the dense attributes (external data from its file).
+    detached = _detach_weights(proto)
     try:
-        proto = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
-    except Exception:  # noqa: BLE001 - inference is an aid: import without it
-        pass
-    try:
-        return _Importer(proto).import_model()
+        try:
+            inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - inference is an aid: import without it
+            inferred = proto
+        return _Importer(inferred, _Weights(detached, folder)).import_model()
     except FrontendError as err:
         if path is not None and not err.message.startswith(path):
             err.message = f"{path}: {err.message}"
             err.args = (err.message,)
         raise
+    finally:
+        if path is None:  # the caller's ModelProto is given back as it came
+            _reattach_weights(proto, detached)
 
 
 def print_module(module: ModuleOp, stream: IO[str]) -> None:
@@ -132,12 +144,113 @@ def _load(path: str) -> onnx.ModelProto:
         raise FrontendError(f"{path}: cannot read: {_one_line(err)}") from None
     if proto.ir_version <= 0 or not proto.HasField("graph"):
         raise FrontendError(f"{path}: not a valid ONNX model: no IR version or no graph")
-    try:
-        folder = os.path.dirname(os.path.abspath(path))
-        onnx.external_data_helper.load_external_data_for_model(proto, folder)
-    except Exception as err:  # noqa: BLE001 - any failure here is a bad model folder
-        raise FrontendError(f"{path}: cannot load external data: {_one_line(err)}") from None
-    return proto
+    return proto  # external data is read per initializer by _Weights, once
+
+
+# -- weights: read once, handed to the dense attributes as bytes ------------------------------
+
+_DETACHED = "mlconv:detached"
+"""external_data location of an initializer whose bytes `_detach_weights` holds."""
+_DETACH_BYTES = 4096
+"""Initializers above this size leave the proto during shape inference (shape-like constants,
+which data propagation reads, are far smaller)."""
+_PACKED = {
+    onnx.TensorProto.INT4,
+    onnx.TensorProto.UINT4,
+    onnx.TensorProto.FLOAT4E2M1,
+    onnx.TensorProto.STRING,
+    *(getattr(onnx.TensorProto, n) for n in ("INT2", "UINT2") if hasattr(onnx.TensorProto, n)),
+}
+
+
+def _detach_weights(proto: onnx.ModelProto) -> dict[str, bytes]:
+    """Move the raw bytes of the main graph's large initializers out of the proto (marked as
+    external data at `_DETACHED`); returns name -> bytes."""
+    detached: dict[str, bytes] = {}
+    for init in proto.graph.initializer:
+        if (
+            init.data_location != onnx.TensorProto.EXTERNAL
+            and len(init.raw_data) > _DETACH_BYTES
+            and init.name not in detached
+        ):
+            detached[init.name] = init.raw_data
+            init.ClearField("raw_data")
+            init.data_location = onnx.TensorProto.EXTERNAL
+            del init.external_data[:]
+            init.external_data.add(key="location", value=_DETACHED)
+    return detached
+
+
+def _reattach_weights(proto: onnx.ModelProto, detached: dict[str, bytes]) -> None:
+    for init in proto.graph.initializer:
+        if _is_detached(init) and init.name in detached:
+            del init.external_data[:]
+            init.ClearField("data_location")
+            init.raw_data = detached[init.name]
+
+
+def _is_detached(tensor: onnx.TensorProto) -> bool:
+    return tensor.data_location == onnx.TensorProto.EXTERNAL and any(
+        e.key == "location" and e.value == _DETACHED for e in tensor.external_data
+    )
+
+
+class _Weights:
+    """Initializer values as dense attributes: detached or external bytes go into the
+    attribute as they are read (no numpy copy) for byte-aligned element types."""
+
+    def __init__(self, detached: dict[str, bytes], folder: str):
+        self.detached = detached
+        self.folder = folder
+
+    def _external(self, tensor: onnx.TensorProto, what: str) -> bytes:
+        info = {e.key: e.value for e in tensor.external_data}
+        location = info.get("location", "")
+        if not self.folder:
+            raise FrontendError(
+                f"{what}: cannot load external data '{location}' without the model's path"
+            )
+        file = os.path.normpath(os.path.join(self.folder, location))
+        if os.path.isabs(location) or not file.startswith(os.path.join(self.folder, "")):
+            raise FrontendError(
+                f"{what}: cannot load external data: '{location}' is outside the model's folder"
+            )
+        try:
+            offset, length = int(info.get("offset", 0)), info.get("length")
+            with open(file, "rb") as stream:
+                stream.seek(offset)
+                data = stream.read(-1 if length is None else int(length))
+        except (OSError, ValueError) as err:
+            raise FrontendError(f"{what}: cannot load external data: {_one_line(err)}") from None
+        if length is not None and len(data) != int(length):
+            raise FrontendError(
+                f"{what}: cannot load external data: '{location}' holds {len(data)} bytes at offset "
+                f"{offset}, not {length}"
+            )
+        return data
+
+    def dense(self, tensor: onnx.TensorProto, what: str) -> Attribute:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            return to_dense_attr(_tensor_array(tensor, what))
+        element = _element_type(tensor.data_type, what)
+        raw = self.detached[tensor.name] if _is_detached(tensor) else self._external(tensor, what)
+        if tensor.data_type in _PACKED or tensor.data_type == onnx.TensorProto.BOOL:
+            plain = onnx.TensorProto()
+            plain.CopyFrom(tensor)
+            del plain.external_data[:]
+            plain.data_location = onnx.TensorProto.DEFAULT
+            plain.raw_data = raw
+            return to_dense_attr(_tensor_array(plain, what))
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)
+        dims = list(tensor.dims)
+        expected = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+        if len(raw) != expected:
+            raise FrontendError(
+                f"{what}: bad tensor data: {len(raw)} bytes for shape {dims} of {dtype.name}"
+            )
+        if sys.byteorder == "big" and dtype.itemsize > 1:
+            raw = np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype).tobytes()
+        return DenseIntOrFPElementsAttr(TensorType(element, dims), BytesAttr(raw))
 
 
 def _value_name(name: str) -> str | None:
@@ -183,8 +296,9 @@ def _f32(value: float) -> float:
 
 
 class _Importer:
-    def __init__(self, model: onnx.ModelProto):
+    def __init__(self, model: onnx.ModelProto, weights: _Weights | None = None):
         self.model = model
+        self.weights = weights or _Weights({}, "")
         self.opsets: dict[str, int] = {}
         for entry in model.opset_import:
             domain = "" if entry.domain in _DEFAULT_DOMAINS else entry.domain
@@ -298,16 +412,16 @@ class _Importer:
         self, graph: onnx.GraphProto, block: Block, scope: ChainMap, types: ChainMap
     ) -> None:
         for init in graph.initializer:
-            array = _tensor_array(init, f"initializer '{init.name}'")
-            self._constant(block, scope, init.name, array)
+            value = self.weights.dense(init, f"initializer '{init.name}'")
+            self._constant(block, scope, init.name, value)
         for sparse in graph.sparse_initializer:
             name = sparse.values.name
-            self._constant(block, scope, name, _sparse_array(sparse, f"initializer '{name}'"))
+            array = _sparse_array(sparse, f"initializer '{name}'")
+            self._constant(block, scope, name, to_dense_attr(array))
         for index, node in topological_order(graph.node):
             self._import_node(node, index, block, scope, types)
 
-    def _constant(self, block: Block, scope: ChainMap, name: str, array: np.ndarray) -> None:
-        value = to_dense_attr(array)
+    def _constant(self, block: Block, scope: ChainMap, name: str, value: Attribute) -> None:
         op = onnx_dialect.ConstantOp.create(result_types=[value.type], attributes={"value": value})
         op.location = NameLoc(StringAttr(name), NoneAttr())
         op.results[0].name_hint = _value_name(name)
