@@ -4,8 +4,9 @@ Input/output: tpu dialect. The JAX backend passes `tpu.constant`s as arguments o
 program, so XLA cannot fold what is computed from them: a weight reshaped or transposed by a
 lowering is reshaped again on every call. This pass runs such ops once (eagerly, on the CPU)
 and replaces them by a `tpu.constant` holding the result: weights arrive pre-transposed and
-pre-packed. Ops whose result would be larger than `max-elements`, control flow, and ops with
-regions are left alone.
+pre-packed. Ops whose result would be larger than `max-elements`, expansions (a result larger
+than its inputs, above 1024 elements: XLA fuses a broadcast for free), control flow and ops
+with regions are left alone.
 """
 
 from __future__ import annotations
@@ -63,8 +64,11 @@ class FoldConstantOperands(RewritePattern):
         inputs = [constant_value(v) for v in op.operands]
         if any(i is None for i in inputs):
             return
-        if any(int(np.prod(r.type.get_shape())) > self.max_elements for r in op.results):
+        sizes = [int(np.prod(r.type.get_shape())) for r in op.results]
+        if any(size > self.max_elements for size in sizes):
             return
+        if sum(sizes) > max(sum(i.size for i in inputs), 1024):
+            return  # an expansion (broadcast, iota-like): cheaper fused at run time than stored
         try:
             outputs = evaluate(op, inputs)
         except Exception:  # noqa: BLE001 - leave it to run at run time, where errors surface

@@ -332,6 +332,8 @@ class SinkThroughReshape(RewritePattern):
         source_dims = [[perm[i] for i in gi] for gi, _ in groups]
         order = sorted(range(len(groups)), key=lambda g: min(source_dims[g]))
         q = tuple(d for g in order for d in source_dims[g])
+        if q == perm:
+            return  # the transpose is what the reshape needs: nothing to sink
         new_ops: list[Operation] = []
         value = source
         if q != tuple(range(len(q))):
