@@ -150,7 +150,7 @@ def compile(  # noqa: A001 - the API the design names
     )
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
     if isinstance(model, str | os.PathLike) and is_artifact(model):
         if input_shapes or frontend_options:
@@ -167,7 +167,7 @@ def compile(  # noqa: A001 - the API the design names
         return SpecializingModule(
             module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
         )
-    CoreToTpuPipeline().apply(make_context(), module)
+    CoreToTpuPipeline(device=target_device(device)).apply(make_context(), module)
     return compile_module(module, device)
 
 

@@ -14,6 +14,16 @@ from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.core_to_tpu import CoreToTpuPass
 
 
+def target_device(device: str | None) -> str:
+    """`device` (cpu, gpu, tpu), or the kind of JAX's default device when None."""
+    if device:
+        return device
+    import jax
+
+    backend = jax.default_backend()
+    return "gpu" if backend in ("cuda", "rocm", "gpu") else backend
+
+
 def target_passes(device: str) -> list[ModulePass]:
     """The tpu-level passes that shape the program for XLA on `device` (cpu, gpu, tpu)."""
     from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
