@@ -354,6 +354,30 @@ def test_core_to_tpu(name: str) -> None:
     assert not [op for op in after.walk() if op.name.startswith("core.")]
 
 
+# --- tpu level: the target passes mlconv.compile runs after core-to-tpu (device cpu) -----------
+
+TPU_PIPELINE = [
+    "tpu-fold-constants",
+    "tpu-conv-strategy{device=cpu}",
+    "tpu-sink-transposes",
+]
+
+
+@pytest.mark.parametrize("index", range(len(TPU_PIPELINE)), ids=TPU_PIPELINE)
+@pytest.mark.parametrize("name", ["squeezenet", "convnet"])
+def test_tpu_pass(name: str, index: int) -> None:
+    """Each target pass on the IR right before it (tpu level on both sides)."""
+    case = onnx_case(name)
+    key = ("tpu", index)
+    if key not in case.stages:
+        module = numerics.apply_passes(case.before("core-to-tpu"), "core-to-tpu")
+        for stage in TPU_PIPELINE[:index]:
+            module = numerics.apply_passes(module, stage)
+        case.stages[key] = module
+    before = case.stages[key]
+    check_pass(before, TPU_PIPELINE[index], case.inputs, case.other, what=name)
+
+
 def test_interpreters_leave_the_module_unchanged() -> None:
     case = onnx_case("convnet")
     module = case.before("core-fuse")
