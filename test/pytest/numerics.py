@@ -30,15 +30,15 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import make_context
 from mlconv.interpreters import Recorder
 from mlconv.interpreters import run_module as _interpret
+from mlconv.interpreters.common import main_function as interpreted_function
 from mlconv.passes.pipeline_spec import parse_pass_pipeline
 
 LIGHT_MODELS = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
 
 
 def main_function(module: ModuleOp) -> func.FuncOp:
-    return next(
-        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main"
-    )
+    """`@main`, or the module's only function."""
+    return interpreted_function(module)
 
 
 def random_inputs(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:
