@@ -8,11 +8,13 @@ as they are (a model input reaching a static operand is bound per call by mlconv
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
 from xdsl.dialects.builtin import UnrankedTensorType, i64
 from xdsl.rewriter import Rewriter
 
+from mlconv.dense import element_type
 from mlconv.dialects import core_elementwise as ce
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
@@ -85,7 +87,9 @@ def split(op, b):
         # folds once the size is known.
         dim = b(ct.GatherOp, b(ct.ShapeOfOp, data), b.ints([axis]), b.ints(0))
         chunk = b(ce.DivideOp, b(ce.AddOp, dim, b.ints([count - 1])), b.ints([count]))
-        parts = b(ct.ConcatOp, [b(ct.BroadcastOp, chunk, b.ints([count - 1])), b.ints([-1])], axis=0)
+        parts = b(
+            ct.ConcatOp, [b(ct.BroadcastOp, chunk, b.ints([count - 1])), b.ints([-1])], axis=0
+        )
         return b(ci.VariadicSplitOp, data, b.ints(axis), parts, results=count)
     if size % count == 0:
         return b(ci.SplitOp, data, b.ints(axis), num_splits=count, results=count)
@@ -153,8 +157,19 @@ def tile(op, b):
 
 @lowering("Range", 11, 27)
 def range_(op, b):
+    """Opset 27 computes float16/bfloat16 ranges in the `stash_type` (float32 by default)."""
     start, limit, delta = op.operands
-    return [b(ci.RangeOp, start, limit, delta, output_type=start.type.get_element_type())]
+    result_type = start.type.get_element_type()
+    dtype = b.dtype(start)
+    if dtype in (np.float16, ml_dtypes.bfloat16):  # only opset 27 allows them
+        stash = {1: np.float32, 11: np.float64}.get(b.attr(op, "stash_type", 1))
+        if stash is None:
+            raise b.fail(f"stash_type {b.attr(op, 'stash_type')} is not FLOAT or DOUBLE")
+        wide = element_type(stash)
+        start, limit, delta = (b(ct.ConvertOp, v, destination_type=wide) for v in op.operands)
+        values = b(ci.RangeOp, start, limit, delta, output_type=wide)
+        return [b(ct.ConvertOp, values, destination_type=result_type)]
+    return [b(ci.RangeOp, start, limit, delta, output_type=result_type)]
 
 
 @lowering("OneHot", 9, 11, 28)

@@ -312,6 +312,23 @@ def _normalized(b, x, axes, epsilon):
     )
 
 
+STASH_TYPES = {1: np.float32, 10: np.float16, 11: np.float64, 16: ml_dtypes.bfloat16}
+
+
+def _in_stash_type(op, b, x, default: int | None = 1):
+    """`x` converted to the `stash_type` (float32 by default; `default` None: x's own type)
+    the normalization is computed in, and a function converting a result back to x's type."""
+    dtype, code = b.dtype(x), b.attr(op, "stash_type", default)
+    stash = STASH_TYPES.get(code)
+    if code is not None and stash is None:
+        raise b.fail(f"stash_type {code} is not a floating-point type")
+    if stash is None or dtype == stash:
+        return x, lambda y: y
+    back = element_type(dtype)
+    wide = b(ct.ConvertOp, x, destination_type=element_type(stash))
+    return wide, lambda y: b(ct.ConvertOp, y, destination_type=back)
+
+
 @lowering("LayerNormalization", 17)
 def layer_normalization(op, b):
     """MVN over the axes from `axis` on, then scale and bias (broadcast from the right)."""
@@ -320,11 +337,9 @@ def layer_normalization(op, b):
     axis = b.attr(op, "axis", -1) % rank
     if any(r.uses for r in list(op.results)[1:]):
         return _layer_normalization_with_statistics(op, b, x, scale, bias, rank, axis)
-    y = b(
-        ew.MultiplyOp,
-        _normalized(b, x, list(range(axis, rank)), b.attr(op, "epsilon", 1e-5)),
-        scale,
-    )
+    wide, narrow = _in_stash_type(op, b, x)
+    normalized = _normalized(b, wide, list(range(axis, rank)), b.attr(op, "epsilon", 1e-5))
+    y = b(ew.MultiplyOp, narrow(normalized), scale)
     if bias is not None:
         y = b(ew.AddOp, y, bias)
     return [y, None, None]
@@ -333,9 +348,7 @@ def layer_normalization(op, b):
 def _layer_normalization_with_statistics(op, b, x, scale, bias, rank, axis):
     """Mean and 1/sqrt(var + epsilon) over the axes from `axis` on (kept as size-1 dims, in
     the stash type, float32 by default) are outputs too: the normalization is spelled out."""
-    stash = {1: np.float32, 10: np.float16, 11: np.float64, 16: ml_dtypes.bfloat16}.get(
-        b.attr(op, "stash_type", 1), np.float32
-    )
+    stash = STASH_TYPES.get(b.attr(op, "stash_type", 1), np.float32)
     dtype = b.dtype(x)
     wide = x if dtype == stash else b(ct.ConvertOp, x, destination_type=element_type(stash))
     axes = b.ints(list(range(axis, rank)))
@@ -355,16 +368,21 @@ def _layer_normalization_with_statistics(op, b, x, scale, bias, rank, axis):
 
 @lowering("RMSNormalization", 23)
 def rms_normalization(op, b):
-    """x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale."""
+    """x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale, the normalization
+    in the `stash_type`."""
     x, scale = b.input(op, "X"), b.input(op, "scale")
     rank = _rank_of(b, x)
     axis = b.attr(op, "axis", -1) % rank
-    dtype = b.dtype(x)
+    wide, narrow = _in_stash_type(op, b, x)
     mean_square = b(
-        ct.ReduceMeanOp, b(ew.MultiplyOp, x, x), b.ints(list(range(axis, rank))), keep_dims=True
+        ct.ReduceMeanOp,
+        b(ew.MultiplyOp, wide, wide),
+        b.ints(list(range(axis, rank))),
+        keep_dims=True,
     )
-    rms = b(ew.SqrtOp, b(ew.AddOp, mean_square, b.const(b.attr(op, "epsilon", 1e-5), dtype)))
-    return [b(ew.MultiplyOp, b(ew.DivideOp, x, rms), scale)]
+    epsilon = b.const(b.attr(op, "epsilon", 1e-5), b.dtype(wide))
+    rms = b(ew.SqrtOp, b(ew.AddOp, mean_square, epsilon))
+    return [b(ew.MultiplyOp, narrow(b(ew.DivideOp, wide, rms)), scale)]
 
 
 @lowering("InstanceNormalization", 1, 6, 22)
@@ -385,8 +403,9 @@ def _group_normalization(per_group_affine: bool):
         x, scale, bias = op.operands
         rank = _rank_of(b, x)
         groups = op.onnx_attr("num_groups")
-        grouped = b(ct.ReshapeOp, x, b.ints([0, groups, -1]), special_zero=True)
-        y = _normalized(b, grouped, [2], b.attr(op, "epsilon", 1e-5))
+        wide, narrow = _in_stash_type(op, b, x, None if per_group_affine else 1)
+        grouped = b(ct.ReshapeOp, wide, b.ints([0, groups, -1]), special_zero=True)
+        y = narrow(_normalized(b, grouped, [2], b.attr(op, "epsilon", 1e-5)))
         y = b(ct.ReshapeOp, y, b(ct.ShapeOfOp, x))
         if per_group_affine:
             channels = x.type.get_shape()[1]

@@ -118,6 +118,8 @@ def gru(op, b):
 
 @lowering("LSTM", 1, 7, 14, 22)
 def lstm(op, b):
+    if b.attr(op, "input_forget", 0):
+        raise b.fail("LSTM with input_forget=1 (coupled input and forget gates) is not supported")
     x, state, bias, lengths, attributes, layout = _common(op, b, 4)
     n = attributes["hidden_size"]
     # ONNX i, o, f, c -> OpenVINO f, i, c, o

@@ -5,8 +5,10 @@ TF broadcasts numpy-style, as core's binary ops do, so the 1:1 families share on
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
+from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.tf_patterns import lowering
@@ -147,4 +149,12 @@ def select(op, b):
 
 @lowering("Cast")
 def cast(op, b):
-    return [b(ct.ConvertOp, b.input(op, 0), destination_type=op.attr_or_default("DstT"))]
+    """`Truncate` rounds toward zero where a float narrows to another float: refused there
+    (ConvertOp rounds to nearest)."""
+    x, destination = b.input(op, 0), op.attr_or_default("DstT")
+    source, target = np.dtype(b.dtype(x)), np.dtype(numpy_dtype(destination))
+    floats = all(d.kind == "f" or d == ml_dtypes.bfloat16 for d in (source, target))
+    narrowing = floats and target.itemsize < source.itemsize
+    if narrowing and b.attr(op, "Truncate", False):
+        raise b.fail(f"Cast with Truncate=true from {source} to {target} is not supported")
+    return [b(ct.ConvertOp, x, destination_type=destination)]
