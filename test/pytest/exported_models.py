@@ -1,0 +1,443 @@
+"""Models as the exporters users have write them (issue 7), built here from code with fixed seeds.
+
+Each model is built with random weights made input-sensitive (BatchNorm statistics calibrated on
+other random inputs, zero-initialized heads drawn at random) and exported with a dynamic batch
+(and a dynamic sequence length for the token models):
+
+- PyTorch (torchvision CNNs, a Swin transformer, Hugging Face ViT / BERT / GPT-2 from small
+  configs): `torch.onnx.export` in TorchScript form (`dynamo=False`, opset 17, `dynamic_axes`)
+  and in its default dynamo form (opset 18+, `dynamic_shapes`, weights in `model.onnx.data`);
+- Keras 3 (a small CNN with a dilated depthwise convolution, MobileNetV2, a transformer block;
+  inputs `(None, ...)`): tf2onnx (opset 17), `model.export` (a SavedModel) and
+  `TFLiteConverter.from_keras_model` (.tflite with `shape_signature` -1).
+
+`ExportCache(folder)((model, exporter))` returns the folder holding the exported file
+(`model_file(...)`) and `reference.npz`: for each batch size in `BATCHES` the inputs
+(`b{n}_in{i}`) and the source framework's output (`b{n}_out`: PyTorch, Keras for tf2onnx and
+SavedModel, LiteRT for .tflite), and the output on a second input of the first batch's shape
+(`other_out`), which shows that the reference moves with the input. Exports are made once per
+cache under an exclusive lock per (model, exporter), so xdist workers wait for one export instead
+of each making their own, and written to a temporary name then renamed.
+
+Tests and tools load this file by its path (pytest imports tests with --import-mode=importlib):
+`load_helper("exported_models")`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import shutil
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Bump when a builder, an exporter's options or the reference layout changes.
+CACHE_VERSION = 1
+BATCHES = (1, 3)
+# Token models also change their sequence length between the two calls.
+SEQUENCE = {1: 8, 3: 12}
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def load_helper(name: str):
+    """A helper module beside this file, imported once by its path."""
+    key = f"mlconv_test_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+@dataclass(frozen=True)
+class Model:
+    framework: str  # "torch" or "keras"
+    build: Callable[[], object]
+    inputs: Callable[[int, int], list[np.ndarray]]  # (batch, seed) -> arrays
+    names: tuple[str, ...] = ("x",)
+    # axis -> name of each input's dynamic dims (the batch at least)
+    dynamic: tuple[tuple[int, str], ...] = ((0, "batch"),)
+
+
+EXPORTERS = {"torch": ("torchscript", "dynamo"), "keras": ("tf2onnx", "savedmodel", "tflite")}
+
+
+# --- inputs ----------------------------------------------------------------------------------
+
+
+def _image(channels_first: bool, size: int):
+    def inputs(batch: int, seed: int) -> list[np.ndarray]:
+        shape = (batch, 3, size, size) if channels_first else (batch, size, size, 3)
+        return [np.random.default_rng(seed).standard_normal(shape).astype(np.float32)]
+
+    return inputs
+
+
+def _tokens(vocabulary: int, padded: bool):
+    """input_ids and attention_mask; with `padded` the first sequence ends in two pad tokens."""
+
+    def inputs(batch: int, seed: int) -> list[np.ndarray]:
+        length = SEQUENCE[batch] if batch in SEQUENCE else SEQUENCE[1]
+        ids = np.random.default_rng(seed).integers(0, vocabulary, (batch, length), np.int64)
+        mask = np.ones((batch, length), np.int64)
+        if padded:
+            mask[0, -2:] = 0
+        return [ids, mask]
+
+    return inputs
+
+
+# --- PyTorch models --------------------------------------------------------------------------
+
+
+def _calibrate_torch(model, inputs: list[np.ndarray], seed: int):
+    """Every BatchNorm's running statistics from the activations it sees on `inputs` (one pass
+    in training mode with momentum 1), affine weights gamma ~ U(0.5, 1.5), beta ~ N(0, 0.2);
+    then eval mode. With random statistics a random CNN's output hardly depends on its input."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    norms = []
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            n = module.num_features
+            if module.affine:
+                module.weight.data = torch.rand(n, generator=generator) + 0.5
+                module.bias.data = torch.randn(n, generator=generator) * 0.2
+            norms.append((module, module.momentum))
+            module.momentum = 1.0
+    if norms:
+        model.train()
+        with torch.no_grad():
+            model(*[torch.from_numpy(x) for x in inputs])
+        for module, momentum in norms:
+            module.momentum = momentum
+    return model.eval()
+
+
+def _torchvision(name: str, seed: int, **options):
+    def build():
+        import torch
+        import torchvision
+
+        torch.manual_seed(seed)
+        model = getattr(torchvision.models, name)(num_classes=10, **options)
+        calibration = _image(True, 64)(8, seed + 100)
+        model = _calibrate_torch(model, calibration, seed)
+        # The classifier's bias removes the logits every input shares (pooled features are
+        # positive on average), as a trained head's logits move with the input.
+        head = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+        with torch.no_grad():
+            features = {}
+            hook = head.register_forward_hook(lambda m, i, o: features.setdefault("x", i[0]))
+            model(torch.from_numpy(calibration[0]))
+            hook.remove()
+            head.bias.data = -features["x"].mean(0) @ head.weight.data.T
+        return _logits(model)
+
+    return build
+
+
+def _vit():
+    import torch
+    import transformers
+
+    torch.manual_seed(10)
+    config = transformers.ViTConfig(
+        image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, num_labels=10,
+    )  # fmt: skip
+    model = transformers.ViTForImageClassification(config)
+    with torch.no_grad():  # zero at initialization
+        torch.nn.init.normal_(model.classifier.weight, std=0.5)
+        torch.nn.init.normal_(model.classifier.bias, std=0.1)
+    return _logits(model.eval(), return_dict=False)
+
+
+def _bert():
+    import torch
+    import transformers
+
+    torch.manual_seed(11)
+    config = transformers.BertConfig(
+        vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=64,
+    )  # fmt: skip
+    return _logits(
+        transformers.BertModel(config, add_pooling_layer=False).eval(), return_dict=False
+    )
+
+
+def _gpt2():
+    import torch
+    import transformers
+
+    torch.manual_seed(12)
+    config = transformers.GPT2Config(
+        vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0,
+        eos_token_id=0, use_cache=False,
+    )  # fmt: skip
+    return _logits(transformers.GPT2LMHeadModel(config).eval(), TOKENS, return_dict=False)
+
+
+def _logits(model, keywords: tuple[str, ...] = (), **options):
+    """The model's first output (logits or last hidden state) as a plain tensor, from its
+    inputs given positionally (one form of `dynamic_shapes` for every model); `keywords` name
+    the arguments they are passed as."""
+    import torch
+
+    class Logits(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs):
+            named = dict(zip(keywords, inputs, strict=True)) if keywords else {}
+            out = self.inner(*([] if keywords else inputs), **named, **options)
+            return out if isinstance(out, torch.Tensor) else out[0]
+
+    return Logits(model).eval()
+
+
+# --- Keras models ----------------------------------------------------------------------------
+
+
+def _keras_calibrated(model, seed: int):
+    sensitivity = load_helper("sensitivity")
+    shape = (8, *model.inputs[0].shape[1:])
+    calibration = [np.random.default_rng(seed + 100).standard_normal(shape).astype(np.float32)]
+    sensitivity.calibrate_batch_norms(model, calibration, seed)
+    sensitivity.center_head(model, calibration)
+    return model
+
+
+def _keras_cnn():
+    import keras
+
+    keras.utils.set_random_seed(20)
+    x = keras.Input((32, 32, 3), name="x")
+    h = keras.layers.Conv2D(16, 3, padding="same")(x)
+    h = keras.layers.ReLU()(keras.layers.BatchNormalization()(h))
+    h = keras.layers.DepthwiseConv2D(3, dilation_rate=2, padding="same")(h)
+    h = keras.layers.BatchNormalization()(h)
+    h = keras.layers.SeparableConv2D(24, 3, strides=2, activation="relu")(h)
+    h = keras.layers.MaxPooling2D(2)(h)
+    h = keras.layers.GlobalAveragePooling2D()(h)
+    return _keras_calibrated(keras.Model(x, keras.layers.Dense(10)(h)), 20)
+
+
+def _mobilenet_v2():
+    import keras
+
+    keras.utils.set_random_seed(21)
+    model = keras.applications.MobileNetV2(
+        input_shape=(64, 64, 3), alpha=0.35, weights=None, classifier_activation=None
+    )
+    return _keras_calibrated(model, 21)
+
+
+def _keras_transformer():
+    import keras
+
+    keras.utils.set_random_seed(22)
+    x = keras.Input((16, 32), name="x")
+    attention = keras.layers.MultiHeadAttention(4, 8)(x, x)
+    h = keras.layers.LayerNormalization()(x + attention)
+    f = keras.layers.Dense(64, activation="relu")(h)
+    f = keras.layers.Dense(32)(f)
+    return keras.Model(x, keras.layers.LayerNormalization()(h + f))
+
+
+def _sequence_input(batch: int, seed: int) -> list[np.ndarray]:
+    return [np.random.default_rng(seed).standard_normal((batch, 16, 32)).astype(np.float32)]
+
+
+TOKENS = ("input_ids", "attention_mask")
+TOKEN_AXES = ((0, "batch"), (1, "sequence"))
+
+MODELS: dict[str, Model] = {
+    "resnet18": Model("torch", _torchvision("resnet18", 0), _image(True, 64)),
+    "mobilenet_v3_small": Model("torch", _torchvision("mobilenet_v3_small", 1), _image(True, 64)),
+    "efficientnet_b0": Model("torch", _torchvision("efficientnet_b0", 2), _image(True, 64)),
+    "shufflenet_v2": Model("torch", _torchvision("shufflenet_v2_x0_5", 3), _image(True, 64)),
+    "regnet_y_400mf": Model("torch", _torchvision("regnet_y_400mf", 4), _image(True, 64)),
+    "convnext_tiny": Model("torch", _torchvision("convnext_tiny", 5), _image(True, 64)),
+    "vit": Model("torch", _vit, _image(True, 32), ("pixel_values",)),
+    "bert": Model("torch", _bert, _tokens(100, padded=True), TOKENS, TOKEN_AXES),
+    "gpt2": Model("torch", _gpt2, _tokens(100, padded=False), TOKENS, TOKEN_AXES),
+    "keras_cnn": Model("keras", _keras_cnn, _image(False, 32)),
+    "keras_mobilenet_v2": Model("keras", _mobilenet_v2, _image(False, 64)),
+    "keras_transformer": Model("keras", _keras_transformer, _sequence_input),
+}
+
+CASES = [(name, exporter) for name, m in MODELS.items() for exporter in EXPORTERS[m.framework]]
+
+
+def model_file(folder: Path, exporter: str) -> Path:
+    """The file (or SavedModel folder) an exporter wrote into `folder`."""
+    return folder / {"savedmodel": "saved_model", "tflite": "model.tflite"}.get(
+        exporter, "model.onnx"
+    )
+
+
+# --- exporters -------------------------------------------------------------------------------
+
+
+def _export_torch(model, spec: Model, exporter: str, path: Path) -> None:
+    import torch
+
+    example = tuple(torch.from_numpy(x) for x in spec.inputs(2, 0))
+    outputs = ["output"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "torchscript":
+            axes = dict(spec.dynamic)
+            dynamic_axes = {name: axes for name in spec.names}
+            dynamic_axes["output"] = {0: "batch"}
+            torch.onnx.export(
+                model, example, str(path), input_names=list(spec.names),
+                output_names=outputs, dynamic_axes=dynamic_axes, opset_version=17, dynamo=False,
+            )  # fmt: skip
+        else:
+            dims = {n: torch.export.Dim(n, min=1, max=64) for _, n in spec.dynamic}
+            shapes = tuple({axis: dims[n] for axis, n in spec.dynamic} for _ in spec.names)
+            torch.onnx.export(
+                model, example, str(path), input_names=list(spec.names), output_names=outputs,
+                dynamic_shapes=(shapes,), dynamo=True, external_data=True, verbose=False,
+            )  # fmt: skip
+
+
+def _torch_reference(model, inputs: list[np.ndarray]) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        return model(*[torch.from_numpy(x) for x in inputs]).numpy()
+
+
+def _export_keras(model, exporter: str, path: Path) -> None:
+    import tensorflow as tf
+
+    if exporter == "savedmodel":
+        model.export(str(path), verbose=False)
+    elif exporter == "tf2onnx":
+        import tf2onnx
+
+        signature = tuple(
+            tf.TensorSpec((None, *i.shape[1:]), tf.float32, name=f"x{n}")
+            for n, i in enumerate(model.inputs)
+        )
+        proto, _ = tf2onnx.convert.from_keras(model, input_signature=signature, opset=17)
+        path.write_bytes(proto.SerializeToString())
+    else:
+        path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+
+
+def litert_run(path: Path, inputs: list[np.ndarray]) -> np.ndarray:
+    """LiteRT's output on `inputs`, resizing the (dynamic) inputs first."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path))
+    details = interpreter.get_input_details()
+    for detail, x in zip(details, inputs, strict=True):
+        interpreter.resize_tensor_input(detail["index"], x.shape)
+    interpreter.allocate_tensors()
+    for detail, x in zip(details, inputs, strict=True):
+        interpreter.set_tensor(detail["index"], x)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+
+class ExportCache:
+    """(model, exporter) -> the folder holding its exported file and reference.npz, made on
+    first use under a lock (see the module's docstring)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.built: dict[str, object] = {}
+
+    def source(self, name: str):
+        if name not in self.built:
+            self.built[name] = MODELS[name].build()
+        return self.built[name]
+
+    def __call__(self, case: tuple[str, str]) -> Path:
+        name, exporter = case
+        folder = self.folder / name / exporter
+        if (folder / "reference.npz").exists():
+            return folder
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (folder / "reference.npz").exists():
+                self._export(name, exporter, folder)
+        return folder
+
+    def _export(self, name: str, exporter: str, folder: Path) -> None:
+        spec = MODELS[name]
+        model = self.source(name)
+        target = model_file(folder, exporter)
+        partial = folder.with_name(f"{folder.name}.{os.getpid()}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        written = model_file(partial, exporter)
+        if spec.framework == "torch":
+            _export_torch(model, spec, exporter, written)
+        else:
+            _export_keras(model, exporter, written)
+
+        def reference(inputs):
+            if exporter == "tflite":
+                return litert_run(written, inputs)
+            if spec.framework == "torch":
+                return _torch_reference(model, inputs)
+            return np.asarray(model(*inputs))
+
+        arrays = {}
+        for batch in BATCHES:
+            inputs = spec.inputs(batch, batch)
+            arrays.update({f"b{batch}_in{i}": x for i, x in enumerate(inputs)})
+            arrays[f"b{batch}_out"] = reference(inputs)
+        arrays["other_out"] = reference(spec.inputs(BATCHES[0], 1000))
+        np.savez(partial / "reference.npz", **arrays)
+        # The folder's content moves into place; reference.npz last (it marks completion).
+        for item in partial.iterdir():
+            if item.name != "reference.npz":
+                destination = folder / item.name
+                if destination.is_dir():
+                    shutil.rmtree(destination)
+                os.replace(item, destination)
+        os.replace(partial / "reference.npz", folder / "reference.npz")
+        partial.rmdir()
+        assert target.exists()
+
+
+def references(folder: Path) -> dict[int, tuple[list[np.ndarray], np.ndarray]]:
+    """batch -> (inputs, the source framework's output), and -1 -> (None, output on another
+    input of the first batch's shape)."""
+    with np.load(folder / "reference.npz") as data:
+        out: dict[int, tuple] = {}
+        for batch in BATCHES:
+            count = len([k for k in data.files if k.startswith(f"b{batch}_in")])
+            out[batch] = ([data[f"b{batch}_in{i}"] for i in range(count)], data[f"b{batch}_out"])
+        out[-1] = (None, data["other_out"])
+    return out
+
+
+def export_cache(request, tmp_path_factory) -> ExportCache:
+    """The session's cache: pytest's cache folder when the cache provider is on, else the run's
+    temporary root (shared by all xdist workers)."""
+    cache = getattr(request.config, "cache", None)
+    key = f"exported-v{CACHE_VERSION}"
+    if cache is not None:
+        return ExportCache(cache.mkdir("mlconv_exported") / key)
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return ExportCache(base / key)
