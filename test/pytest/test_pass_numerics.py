@@ -332,6 +332,8 @@ def main_function_type(module):
         ("legacy", "core-fold-constants{static-shape=true}"),
         ("convnet", "core-fold-constants{static-shape=true}"),
         ("convnet", "core-fuse"),
+        ("convnet", "canonicalize"),
+        ("squeezenet", "cse"),
     ],
 )
 def test_core_pass(name: str, pipeline: str) -> None:
@@ -339,8 +341,10 @@ def test_core_pass(name: str, pipeline: str) -> None:
     stage = pipeline.split("{")[0]
     if stage == "core-fold-constants" and "static-shape" not in pipeline:
         before = case.before("core-fold-constants{static-shape=true}")
-    else:
+    elif stage in ONNX_PIPELINE:
         before = case.before(pipeline if pipeline in ONNX_PIPELINE else stage)
+    else:  # xDSL's canonicalize and cse: after folding (dead constants), after onnx-to-core
+        before = case.before("core-fuse" if stage == "canonicalize" else "core-infer-shapes")
     check_pass(before, pipeline, case.inputs, case.other, what=name)
 
 
