@@ -21,6 +21,7 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     IntegerType,
@@ -159,7 +160,8 @@ class _Importer:
 
         def tensor_type(t) -> TensorType:
             dims = t.shapeSignature if t.shapeSignature is not None else t.shape
-            dims = [] if dims is None else [int(d) for d in dims]
+            # shape_signature's -1 (a dynamic dim, e.g. Keras's None batch) is `?`.
+            dims = [] if dims is None else [DYNAMIC_INDEX if d < 0 else int(d) for d in dims]
             return TensorType(element_of(t, type_name(t)), dims)
 
         inputs = [int(i) for i in (graph.inputs if graph.inputs is not None else [])]
@@ -185,6 +187,9 @@ class _Importer:
                         f"tensor '{_name(t)}' is used before it is produced and has no data"
                     )
                 result_type = tensor_type(t)
+                if any(d < 0 for d in result_type.get_shape()):  # data has its actual shape
+                    shape = [] if t.shape is None else [int(d) for d in t.shape]
+                    result_type = TensorType(result_type.get_element_type(), shape)
                 dtype = NUMPY_DTYPES[type_name(t)]
                 array = np.frombuffer(raw, dtype=dtype).reshape(result_type.get_shape())
                 const = tflite.ConstOp(to_dense_attr(array), result_type)

@@ -21,7 +21,7 @@ from xdsl.rewriter import Rewriter
 
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import OptionError, PassFailure
-from mlconv.passes.core_semantics import infer_result_types
+from mlconv.passes.core_semantics import infer_result_types, meet_types
 
 
 def check_acyclic(block: Block) -> None:
@@ -30,20 +30,32 @@ def check_acyclic(block: Block) -> None:
     seen = set(block.args)
     for op in block.ops:
         for operand in op.operands:
-            if operand.owner is not None and operand.owner.parent_block() is block and operand not in seen:
+            if (
+                operand.owner is not None
+                and operand.owner.parent_block() is block
+                and operand not in seen
+            ):
                 raise PassFailure.at(op, "is part of a cycle: it uses a value defined after it")
         seen.update(op.results)
 
 
 def infer_op(op: Operation) -> bool:
-    """Retype one core op's results; True if something changed."""
+    """Retype one core op's results; True if something changed. A result keeps what its type
+    already knew (the meet of the old and the inferred type); a contradiction is an error."""
     if not isinstance(op, CoreOp) or op.name == "core.Constant":
         return False
     inferred = infer_result_types(op)
     if inferred is None or len(inferred) != len(op.results):
         return False
     changed = False
-    for result, new_type in zip(list(op.results), inferred, strict=True):
+    for result, inferred_type in zip(list(op.results), inferred, strict=True):
+        try:
+            new_type = meet_types(inferred_type, result.type)
+        except ValueError as error:
+            raise PassFailure.at(
+                op,
+                f"result #{result.index} has type {result.type}, but its semantics give {inferred_type}: {error}",
+            ) from None
         if result.type != new_type:
             Rewriter.replace_value_with_new_type(result, new_type)
             changed = True
@@ -51,7 +63,11 @@ def infer_op(op: Operation) -> bool:
 
 
 def update_signature(function: func.FuncOp) -> None:
-    returns = [op for op in function.body.walk() if isinstance(op, func.ReturnOp) and op.parent_op() is function]
+    returns = [
+        op
+        for op in function.body.walk()
+        if isinstance(op, func.ReturnOp) and op.parent_op() is function
+    ]
     if not returns:
         return
     outputs = [v.type for v in returns[0].arguments]
@@ -96,10 +112,14 @@ def set_input_shapes(function: func.FuncOp, shapes: dict[str, list[int]]) -> Non
         old = arg.type
         dims = shapes[name]
         if isinstance(old, TensorType) and len(old.get_shape()) != len(dims):
-            raise OptionError(f"input '{name}' has rank {len(old.get_shape())}, input-shapes gives {len(dims)} dims")
+            raise OptionError(
+                f"input '{name}' has rank {len(old.get_shape())}, input-shapes gives {len(dims)} dims"
+            )
         for i, (was, new) in enumerate(zip(old.get_shape(), dims, strict=True)):
             if was >= 0 and new >= 0 and was != new:
-                raise OptionError(f"input '{name}' dimension {i} is {was}, input-shapes gives {new}")
+                raise OptionError(
+                    f"input '{name}' dimension {i} is {was}, input-shapes gives {new}"
+                )
         new_type = TensorType(old.get_element_type(), [DYNAMIC_INDEX if d < 0 else d for d in dims])
         Rewriter.replace_value_with_new_type(arg, new_type)
 
@@ -112,7 +132,11 @@ class CoreInferShapesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         shapes = parse_input_shapes(self.input_shapes) if self.input_shapes else None
         for function in op.walk():
-            if shapes is not None and isinstance(function, func.FuncOp) and not function.is_declaration:
+            if (
+                shapes is not None
+                and isinstance(function, func.FuncOp)
+                and not function.is_declaration
+            ):
                 set_input_shapes(function, shapes)
         for function in op.walk():
             if not isinstance(function, func.FuncOp) or function.is_declaration:

@@ -10,7 +10,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, UnrankedTensorType
 from xdsl.ir import Attribute, SSAValue
 
 from mlconv.dense import element_type, numpy_dtype
@@ -29,9 +29,12 @@ class StaticOperandMissing(Exception):
         self.operand = operand
 
 
-def bound_semantics(op: CoreOp, statics: dict[int, np.ndarray | None] | None = None) -> tuple[Callable[..., Any], list[SSAValue]]:
+def bound_semantics(
+    op: CoreOp, statics: dict[str, np.ndarray] | None = None
+) -> tuple[Callable[..., Any], list[SSAValue]]:
     """`semantics` with attributes and static operands bound, and the remaining (dynamic) SSA
-    operands in the order the returned function takes them."""
+    operands in the order the returned function takes them. `statics` gives values of static
+    operands (by name) that are not constants in the IR (see `static_operand_values`)."""
     groups = op.operand_groups()
     names = [spec.lstrip("*?") for spec in op.OPERANDS]
     layout: list[tuple[str, Any]] = []  # ("static", value) | ("dynamic", None) | ("absent", None)
@@ -42,6 +45,8 @@ def bound_semantics(op: CoreOp, statics: dict[int, np.ndarray | None] | None = N
                 layout.append(("absent", None))
                 continue
             value = constant_value(values[0])
+            if value is None and statics is not None:
+                value = statics.get(name)
             if value is None:
                 raise StaticOperandMissing(name)
             layout.append(("static", value))
@@ -75,31 +80,241 @@ def _struct(tensor: Attribute, probe: int | None = None) -> jax.ShapeDtypeStruct
 
 def infer_result_types(op: CoreOp) -> list[TensorType] | None:
     """Result types from `semantics`, with `?` where a result dim follows a dynamic input dim;
-    None when they cannot be derived (unranked input, non-constant static operand)."""
-    try:
-        fn, dynamic = bound_semantics(op)
-    except StaticOperandMissing:
-        return None
-    types = [v.type for v in dynamic]
-    if not all(isinstance(t, TensorType) for t in types):
-        return None
-    has_dynamic = any(d < 0 for t in types for d in t.get_shape())
-    probes = _PROBE_SIZES if has_dynamic else (None,)
+    None when they cannot be derived (unranked input, static operand unknown).
+
+    A static operand (shape, pads, axes ...) that is not a constant but is computed from
+    ShapeOf, constants and small arithmetic is evaluated with the known dims and, for each
+    dynamic dim, two probe sizes: a result dim that moves with the probe stays `?`, the others
+    are static. Ops that need a dim divisible by a block size (BatchToSpace, a Reshape that
+    splits a dynamic dim) get a second pair of probes divisible by 1..10. When even that fails
+    (a shape that depends on data), ops whose result rank does not depend on the operand's
+    values still get a ranked result of `?` dims."""
+    types = [v.type for v in op.operands]
+    names = [spec.lstrip("*?") for spec in op.OPERANDS]
+    missing = [
+        (name, group[0])
+        for name, group in zip(names, op.operand_groups(), strict=True)
+        if name in op.STATIC_OPERANDS and group and constant_value(group[0]) is None
+    ]
+    has_dynamic = any(
+        not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()) for t in types
+    )
+    if not has_dynamic and not missing:
+        return _infer_with(op, (None,), missing)
+    for probes in (_PROBE_SIZES, _DIVISIBLE_PROBE_SIZES):
+        try:
+            return _infer_with(op, probes, missing)
+        except _ProbeFailed:
+            continue
+    return _rank_only(op) if missing else None
+
+
+class _ProbeFailed(Exception):
+    """The semantics refused the probe sizes (or a static operand could not be evaluated)."""
+
+
+# Probes divisible by 1..10, for block and split sizes.
+_DIVISIBLE_PROBE_SIZES = (2520, 5040)
+
+
+def _infer_with(
+    op: CoreOp, probes: Sequence[int | None], missing: list[tuple[str, SSAValue]]
+) -> list[TensorType] | None:
     shapes = []
-    try:
-        for probe in probes:
-            out = _as_list(jax.eval_shape(fn, *[_struct(t, probe) for t in types]))
-            shapes.append(out)
-    except Exception:
-        return None
+    for probe in probes:
+        statics = None
+        if missing:
+            statics = {}
+            for name, value in missing:
+                array = partial_value(value, probe if probe is not None else _PROBE_SIZES[0])
+                if array is None:
+                    return _rank_only(op)
+                statics[name] = array
+        try:
+            fn, dynamic = bound_semantics(op, statics)
+        except StaticOperandMissing:
+            return None
+        dynamic_types = [v.type for v in dynamic]
+        if not all(isinstance(t, TensorType) for t in dynamic_types):
+            return None
+        try:
+            out = _as_list(jax.eval_shape(fn, *[_struct(t, probe) for t in dynamic_types]))
+        except Exception:
+            if probe is None:
+                return None
+            raise _ProbeFailed from None
+        shapes.append(out)
     results = []
     for index, aval in enumerate(shapes[0]):
+        if any(len(s[index].shape) != len(aval.shape) for s in shapes):
+            return None  # the rank itself follows a dynamic dim
         dims = [
             d if all(s[index].shape[i] == d for s in shapes) else DYNAMIC_INDEX
             for i, d in enumerate(aval.shape)
         ]
         results.append(TensorType(element_type(np.dtype(aval.dtype)), dims))
     return results
+
+
+# --- partial evaluation of shape subgraphs ------------------------------------------------------
+
+# Values larger than this are data, not shapes: partial evaluation does not compute them.
+_PARTIAL_LIMIT = 256
+_PARTIAL_DEPTH = 64
+
+
+def partial_value(value: SSAValue, probe: int, _depth: int = 0) -> np.ndarray | None:
+    """The value of a shape-like SSA value (a constant, a ShapeOf, or a small core op of such
+    values) when every dynamic dim has size `probe`; None when it depends on data."""
+    array = constant_value(value)
+    if array is not None:
+        return array
+    owner = value.owner
+    if not isinstance(owner, CoreOp) or owner.regions or _depth > _PARTIAL_DEPTH:
+        return None
+    if owner.name == "core.ShapeOf":
+        source = owner.operands[0].type
+        if not isinstance(source, TensorType):
+            return None
+        dims = [probe if d < 0 else d for d in source.get_shape()]
+        return np.asarray(dims, dtype=numpy_dtype(value.type.get_element_type()))
+    t = value.type
+    if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
+        return None
+    if int(np.prod(t.get_shape(), dtype=np.int64)) > _PARTIAL_LIMIT:
+        return None
+    arrays = []
+    for operand in owner.operands:
+        operand_value = partial_value(operand, probe, _depth + 1)
+        if operand_value is None:
+            return None
+        arrays.append(operand_value)
+    results = evaluate_with(owner, arrays)
+    return None if results is None else np.asarray(results[value.index])
+
+
+def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+    """The op's results for the given operand values (in operand order), or None when its
+    semantics refuse them."""
+    from mlconv.passes.jaxpr_numpy import evaluate_jaxpr
+
+    values = dict(zip(op.operands, arrays, strict=True))
+    names = [spec.lstrip("*?") for spec in op.OPERANDS]
+    statics = {
+        name: values[group[0]]
+        for name, group in zip(names, op.operand_groups(), strict=True)
+        if name in op.STATIC_OPERANDS and group
+    }
+    try:
+        fn, dynamic = bound_semantics(op, statics)
+        dynamic_arrays = [values[v] for v in dynamic]
+        structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic_arrays)
+        key = (
+            op.name,
+            str(op.attributes),
+            tuple((a.shape, a.dtype.str, a.tobytes()) for a in statics.values()),
+            structs,
+            "",
+        )
+        closed = _trace_cached(_Holder(key, fn), structs)
+        return evaluate_jaxpr(closed, dynamic_arrays)
+    except Exception:
+        return None
+
+
+def _static_length(value: SSAValue) -> int | None:
+    t = value.type
+    if isinstance(t, TensorType) and len(t.get_shape()) <= 1:
+        shape = t.get_shape()
+        return 1 if not shape else (shape[0] if shape[0] >= 0 else None)
+    return None
+
+
+def _rank(value: SSAValue) -> int | None:
+    return len(value.type.get_shape()) if isinstance(value.type, TensorType) else None
+
+
+def _rank_only(op: CoreOp) -> list[TensorType] | None:
+    """Ranked results of `?` dims for ops whose result rank follows from the static length of
+    a shape-like operand (or the data's rank) whatever its values; None for other ops. These
+    ops have one result, of their first operand's element type (Range: its output_type)."""
+    rule = _RANK_RULES.get(op.name)
+    if rule is None:
+        return None
+    try:
+        ranks = rule(op)
+    except Exception:
+        return None
+    if ranks is None or any(r is None for r in ranks) or len(ranks) != len(op.results):
+        return None
+    elements = [_result_element(op, i) for i in range(len(op.results))]
+    if any(e is None for e in elements):
+        return None
+    return [TensorType(e, [DYNAMIC_INDEX] * r) for e, r in zip(elements, ranks, strict=True)]
+
+
+def _result_element(op: CoreOp, index: int) -> Attribute | None:
+    if op.name == "core.Range":
+        return element_type(np.dtype(op.attribute_values()["output_type"]))
+    t = op.results[index].type
+    if hasattr(t, "get_element_type"):
+        return t.get_element_type()
+    return None
+
+
+def _max_rank(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else max(a, b)
+
+
+def _broadcast_rank(op: CoreOp) -> list[int | None]:
+    data, target = op.operands[0], op.operands[1]
+    mode = op.attribute_values().get("mode", "numpy")
+    if mode == "explicit":
+        return [_static_length(target)]
+    return [_max_rank(_rank(data), _static_length(target))]
+
+
+_RANK_RULES: dict[str, Callable[[CoreOp], list[int | None]]] = {
+    "core.Reshape": lambda op: [_static_length(op.operands[1])],
+    "core.Broadcast": _broadcast_rank,
+    "core.Tile": lambda op: [_max_rank(_rank(op.operands[0]), _static_length(op.operands[1]))],
+    "core.Pad": lambda op: [_rank(op.operands[0])],
+    "core.Slice": lambda op: [_rank(op.operands[0])],
+    "core.Interpolate": lambda op: [_rank(op.operands[0])],
+    "core.Range": lambda op: [1],
+}
+
+
+def meet_types(known: Attribute, other: Attribute) -> Attribute:
+    """The most precise type both `known` and `other` allow: the ranked one of the two, and
+    per dim the static size where either has one. Raises ValueError when two ranks or two
+    static dims disagree. The element type is `known`'s (a lowering's own choice)."""
+    if not isinstance(other, TensorType):
+        return known
+    if isinstance(known, UnrankedTensorType):
+        return TensorType(known.get_element_type(), other.get_shape())
+    if not isinstance(known, TensorType):
+        return known
+    a, b = known.get_shape(), other.get_shape()
+    if len(a) != len(b):
+        raise ValueError(f"rank {len(a)} where {other} has rank {len(b)}")
+    dims = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x >= 0 and y >= 0 and x != y:
+            raise ValueError(f"dimension {i} is {x} where {other} has {y}")
+        dims.append(x if x >= 0 else y if y >= 0 else DYNAMIC_INDEX)
+    if list(dims) == list(a):
+        return known
+    return TensorType(known.get_element_type(), dims)
+
+
+def more_precise(new: Attribute, old: Attribute) -> bool:
+    """Whether `new` knows at least what `old` knows (rank and every static dim)."""
+    if not isinstance(old, TensorType):
+        return True
+    if not isinstance(new, TensorType) or len(new.get_shape()) != len(old.get_shape()):
+        return False
+    return all(o < 0 or n == o for n, o in zip(new.get_shape(), old.get_shape(), strict=True))
 
 
 def evaluate(op: CoreOp) -> list[np.ndarray] | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import onnx
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
@@ -24,6 +25,7 @@ from xdsl.rewriter import Rewriter
 
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.errors import PassFailure, describe_location
+from mlconv.passes.core_infer_shapes import update_signature
 from mlconv.passes.onnx_patterns import load_patterns
 from mlconv.passes.onnx_patterns.builder import CoreBuilder
 
@@ -57,8 +59,12 @@ def unsupported(module: ModuleOp) -> dict[tuple[str, int | None], list[str]]:
 
 def describe_unsupported(missing: dict[tuple[str, int | None], list[str]], opset: int) -> list[str]:
     lines = []
-    for (op_type, version), nodes in sorted(missing.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        label = f"{op_type}-{version}" if version is not None else f"{op_type} (not in opset {opset})"
+    for (op_type, version), nodes in sorted(
+        missing.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)
+    ):
+        label = (
+            f"{op_type}-{version}" if version is not None else f"{op_type} (not in opset {opset})"
+        )
         shown = ", ".join(nodes[:3]) + (", ..." if len(nodes) > 3 else "")
         plural = "node" if len(nodes) == 1 else "nodes"
         lines.append(f"{label} ({len(nodes)} {plural}: {shown})")
@@ -81,9 +87,11 @@ def lower_op(op: onnx_dialect.OnnxOp, opset: int) -> bool:
     for result, value in zip(op.results, values, strict=True):
         if value is None:
             if result.uses:
-                raise builder.fail(f"output #{result.index} is used but the lowering does not produce it")
+                raise builder.fail(
+                    f"output #{result.index} is used but the lowering does not produce it"
+                )
             continue
-        result.replace_all_uses_with(value)
+        result.replace_all_uses_with(builder.refine(value, result.type))
     Rewriter.erase_op(op)
     return True
 
@@ -105,6 +113,9 @@ class OnnxToCorePass(ModulePass):
         # Inner ops first is not needed: patterns only read their own op's operands.
         for onnx_op in onnx_ops(op):
             lower_op(onnx_op, opset)
+        for function in op.walk():
+            if isinstance(function, func.FuncOp) and not function.is_declaration:
+                update_signature(function)
 
 
 __all__ = ["OnnxToCorePass", "check_legalizable", "unsupported"]

@@ -67,7 +67,7 @@ def lower_op(op: tf_dialect.TFOp) -> bool:
                     f"output #{result.index} is used but the lowering does not produce it"
                 )
             continue
-        result.replace_all_uses_with(value)
+        result.replace_all_uses_with(builder.refine(value, result.type))
     Rewriter.erase_op(op)
     return True
 

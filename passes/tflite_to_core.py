@@ -111,6 +111,8 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool) -> None:
                     if not _is_storage(value, qtype):
                         value = builder.quantize(value, qtype)
                     qtypes[value] = qtype
+                else:
+                    value = builder.refine(value, _storage(result.type, False))
                 result.replace_all_uses_with(value)
             Rewriter.erase_op(op)
     for op in reversed(list(block.ops)):  # constants left unused by folding

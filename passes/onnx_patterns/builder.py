@@ -1,8 +1,12 @@
 """CoreBuilder: how a lowering pattern creates core ops.
 
 Ops are inserted before the ONNX op being lowered, at its location, with result types derived
-from each core op's semantics (dynamic dims stay `?`); where they cannot be derived yet (a
-shape operand that is not constant) the result is unranked until core-infer-shapes runs.
+from each core op's semantics (dynamic dims stay `?`). A shape operand that is not a constant
+but computed from ShapeOf and small arithmetic is evaluated with probe sizes for the dynamic
+dims (`core_semantics.partial_value`); only a shape that depends on data leaves a result
+unranked (or ranked with `?` dims where its length gives the rank). `refine` then gives each
+value that replaces a framework result at least the framework's type (type knowledge never
+shrinks through a lowering).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, TensorType, UnrankedTensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype
@@ -20,7 +24,7 @@ from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.dialects.segments import operand_groups
 from mlconv.errors import PassFailure
-from mlconv.passes.core_semantics import infer_result_types
+from mlconv.passes.core_semantics import infer_result_types, meet_types
 
 
 class CoreBuilder:
@@ -79,6 +83,25 @@ class CoreBuilder:
         self.insert(op)
         results_list = list(op.results)
         return results_list[0] if results is None and count == 1 else results_list
+
+    def refine(self, value: SSAValue, known: Attribute) -> SSAValue:
+        """`value` typed with what both its type and `known` (the framework result's type it
+        replaces) say: a core result never knows less than the framework op did. A rank or a
+        static dim the two disagree on is an error at the op's location. Block arguments and
+        values of other types are left alone."""
+        if isinstance(value, BlockArgument) or not isinstance(
+            value.type, TensorType | UnrankedTensorType
+        ):
+            return value
+        try:
+            refined = meet_types(value.type, known)
+        except ValueError as error:
+            raise self.fail(
+                f"the lowering gives {value.type}, inconsistent with the result type: {error}"
+            ) from None
+        if refined == value.type:
+            return value
+        return Rewriter.replace_value_with_new_type(value, refined)
 
     def const(self, value: Any, dtype: Any = None) -> SSAValue:
         array = np.asarray(value, dtype=dtype)

@@ -67,9 +67,11 @@ def flatten(op, b):
     if all(d >= 0 for d in shape):
         outer = int(np.prod(shape[:axis], dtype=np.int64))
         return [b(ct.ReshapeOp, x, b.ints([outer, -1 if outer else int(np.prod(shape[axis:]))]))]
-    if axis in (0, 1) or all(d >= 0 for d in shape[:axis]):
+    if all(d >= 0 for d in shape[:axis]):
         outer = int(np.prod(shape[:axis], dtype=np.int64))
         return [b(ct.ReshapeOp, x, b.ints([outer, -1]))]
+    if axis == 1:  # a dynamic batch: copy it (special_zero), flatten the rest
+        return [b(ct.ReshapeOp, x, b.ints([0, -1]), special_zero=True)]
     # Dynamic leading dims: ShapeOf -> gather the leading dims -> ReduceProd -> Concat(-1).
     dims = b(ct.GatherOp, b(ct.ShapeOfOp, x), b.ints(list(range(axis))), b.ints(0))
     outer = b(ct.ReduceProdOp, dims, b.ints([0]), keep_dims=True)

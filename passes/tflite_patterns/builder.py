@@ -92,10 +92,27 @@ class TfliteBuilder(CoreBuilder):
         return op.options()[name]
 
     def shape(self, value: SSAValue) -> tuple[int, ...]:
+        """The value's static shape (every dim known)."""
         t = value.type
         if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
             raise self.fail("needs static shapes here (give input shapes)")
         return tuple(t.get_shape())
+
+    def dim(self, value: SSAValue, axis: int) -> int:
+        """One static dim (a channel count); the others may be dynamic (a `?` batch)."""
+        t = value.type
+        if isinstance(t, TensorType) and -len(t.get_shape()) <= axis < len(t.get_shape()):
+            size = t.get_shape()[axis]
+            if size >= 0:
+                return size
+        raise self.fail(f"needs a static dimension {axis} here (give input shapes)")
+
+    def ranked(self, value: SSAValue) -> int:
+        """The value's rank (its dims may be dynamic)."""
+        rank = self.rank(value)
+        if rank is None:
+            raise self.fail("needs the rank of its input")
+        return rank
 
     # --- quantization ---------------------------------------------------------------------------
     def _params(self, qtype: UniformQuantizedType, rank: int) -> tuple[np.ndarray, np.ndarray]:

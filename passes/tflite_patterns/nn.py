@@ -96,7 +96,7 @@ def _requantize(op, b, acc, channel_axis: int, qin, w_scales, qout):
     (scale_in,), (scale_out,) = qin.scale_values(), qout.scale_values()
     (zp_out,) = qout.zero_point_values()
     s = (np.float32(scale_in) * w_scales) / np.float32(scale_out)
-    rank = len(b.shape(acc))
+    rank = b.ranked(acc)
     shape = [1] * rank
     shape[channel_axis] = -1
     s = s.reshape(shape) if s.size > 1 else s.reshape(())
@@ -169,7 +169,7 @@ def conv_2d(op, b):
 
 
 def _convolve(op, b, x, filters):
-    channels = b.shape(x)[1]
+    channels = b.dim(x, 1)
     out_channels, per_group = b.shape(filters)[:2]
     if per_group == channels:
         y = b(core.ConvolutionOp, x, filters, **_window(op, b))
@@ -202,7 +202,7 @@ def depthwise_conv_2d(op, b):
 
 def _depthwise_filters(b, x, weights):
     """1 x H x W x (C*M) -> C x M x 1 x H x W (GroupConvolution's G x O/G x I/G x H x W)."""
-    channels = b.shape(x)[1]
+    channels = b.dim(x, 1)
     _, kh, kw, total = b.shape(weights)
     multiplier = total // channels
     filters = b.reshape(weights, [kh, kw, channels, multiplier])
@@ -244,7 +244,7 @@ def fully_connected(op, b):
         acc = b(core.MatMulOp, x, b.const(w.astype(dtype)), transpose_b=True)
         if bias is not None:
             acc = b(core.AddOp, acc, b.const(bias.astype(dtype)))
-        rank = len(b.shape(acc))
+        rank = b.ranked(acc)
         return [_requantize(op, b, acc, rank - 1, qin, w_scales, qout)]
     weights = b.x(op, 1)
     units, depth = b.shape(weights)
@@ -257,7 +257,7 @@ def fully_connected(op, b):
 
 
 def _flatten(op, b, x, depth: int):
-    if not op.options()["keep_num_dims"] and len(b.shape(x)) != 2:
+    if not op.options()["keep_num_dims"] and b.ranked(x) != 2:
         return b.reshape(x, [-1, depth])
     return x
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 
-from mlconv.dense import numpy_dtype
+from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects import core
 from mlconv.passes.tflite_patterns import lowering
 
@@ -30,6 +31,11 @@ for _name, _class in {
 
 @lowering("RESHAPE")
 def reshape(op, b):
+    if not b.absent(op, 1) and b.constant(b.raw(op, 1)) is None:
+        # A shape computed from SHAPE (a dynamic batch's Flatten): core.Reshape reads it as a
+        # static operand, evaluated with the known dims when the batch is bound.
+        shape = b(core.ConvertOp, b.raw(op, 1), destination_type=element_type(np.int64))
+        return [b(core.ReshapeOp, b.x(op, 0), shape)]
     if not b.absent(op, 1):
         shape = b.static(op, 1).reshape(-1)
     else:
@@ -55,7 +61,7 @@ def expand_dims(op, b):
     x = b.x(op, 0)
     axis = int(b.static(op, 1).reshape(-1)[0])
     if axis < 0:
-        axis += len(b.shape(x)) + 1
+        axis += b.ranked(x) + 1
     return [b(core.UnsqueezeOp, x, b.ints([axis]))]
 
 
@@ -70,7 +76,7 @@ def pack(op, b):
     axis = int(op.options()["axis"])
     values = [b.x(op, i) for i in range(len(op.operands))]
     if axis < 0:
-        axis += len(b.shape(values[0])) + 1
+        axis += b.ranked(values[0]) + 1
     expanded = [b(core.UnsqueezeOp, v, b.ints([axis])) for v in values]
     return [b(core.ConcatOp, expanded, axis=axis)]
 
@@ -139,6 +145,10 @@ def strided_slice(op, b):
 def _pad(op, b, fill):
     x = b.x(op, 0)
     pads = b.static(op, 1).reshape(-1, 2).astype(np.int64)
+    if isinstance(x.type, TensorType) and any(d < 0 for d in x.type.get_shape()):
+        # A dynamic dim (the batch): one core.Pad, whose type keeps the dim `?`.
+        value = b.const(np.zeros((), b.dtype(x))) if fill is None else fill
+        return [b(core.PadOp, x, b.ints(pads[:, 0]), b.ints(pads[:, 1]), value)]
     for axis, (low, high) in enumerate(pads):
         if low == 0 and high == 0:
             continue

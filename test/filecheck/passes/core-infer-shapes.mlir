@@ -1,6 +1,10 @@
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(core-infer-shapes)' --split-input-file | filecheck %s
 // RUN: mlconv-opt %S/Inputs/dynamic-batch.mlir --pass-pipeline='builtin.module(core-infer-shapes{input-shapes=x:1,3,8,8})' | filecheck %s --check-prefix=FIXED
 // RUN: not mlconv-opt %S/Inputs/cycle.mlir -p core-infer-shapes 2>&1 | filecheck %s --check-prefix=CYCLE
+// RUN: not mlconv-opt %S/Inputs/core-type-conflict.mlir -p core-infer-shapes 2>&1 | filecheck %s --check-prefix=CONFLICT
+
+// A result type that contradicts the op's semantics is an error, not silently replaced.
+// CONFLICT: loc("relu"): error: 'core.Relu' op result #0 has type tensor<?x5xf32>, but its semantics give tensor<?x6xf32>: dimension 1 is 6 where tensor<?x5xf32> has 5
 
 // `?` result types are refined from static operands, and the signature follows.
 // CHECK-LABEL: func.func @refine
@@ -66,3 +70,44 @@ func.func @shape_of_dynamic(%x: tensor<?x3xf32>) -> tensor<?xi64> {
 
 // CYCLE: cycle.mlir:3:3: error: 'core.Add' op is part of a cycle: it uses a value defined after it
 // CYCLE-NOT: Traceback
+
+// -----
+
+// Type knowledge never shrinks: a Reshape to a shape that is a function argument only gets its
+// rank from the shape's length, so the dims the result type already had are kept.
+// CHECK-LABEL: func.func @never_shrinks
+// CHECK:         "core.Reshape"({{.*}}) : (tensor<?x8xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+// CHECK:         func.return %{{.*}} : tensor<?x4xf32>
+func.func @never_shrinks(%x: tensor<?x8xf32>, %s: tensor<2xi64>) -> tensor<?x4xf32> {
+  %r = "core.Reshape"(%x, %s) : (tensor<?x8xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  func.return %r : tensor<?x4xf32>
+}
+
+// -----
+
+// Shape subgraphs are evaluated with probe sizes for the dynamic dims: the Reshape's target
+// (batch and sequence from ShapeOf, then 4x8) gives a ranked result with its static dims.
+// CHECK-LABEL: func.func @shape_subgraph
+// CHECK:         "core.Reshape"({{.*}}) {special_zero = true} : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+// CHECK:         func.return %{{.*}} : tensor<?x?x4x8xf32>
+func.func @shape_subgraph(%x: tensor<?x?x32xf32>) -> tensor<*xf32> {
+  %s = "core.ShapeOf"(%x) : (tensor<?x?x32xf32>) -> tensor<3xi64>
+  %i = core.Constant {value = dense<[0, 1]> : tensor<2xi64>} : tensor<2xi64>
+  %axis = core.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %bt = "core.Gather"(%s, %i, %axis) : (tensor<3xi64>, tensor<2xi64>, tensor<i64>) -> tensor<*xi64>
+  %heads = core.Constant {value = dense<[4, 8]> : tensor<2xi64>} : tensor<2xi64>
+  %shape = "core.Concat"(%bt, %heads) {axis = 0 : i64} : (tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %r = "core.Reshape"(%x, %shape) {special_zero = true} : (tensor<?x?x32xf32>, tensor<*xi64>) -> tensor<*xf32>
+  func.return %r : tensor<*xf32>
+}
+
+// -----
+
+// A dynamic dim split by a block (6*? into ?x4x3) needs a probe size divisible by 4.
+// CHECK-LABEL: func.func @divisible_probe
+// CHECK:         "core.Reshape"({{.*}}) : (tensor<?x6xf32>, tensor<3xi64>) -> tensor<?x4x3xf32>
+func.func @divisible_probe(%x: tensor<?x6xf32>) -> tensor<*xf32> {
+  %s = core.Constant {value = dense<[-1, 4, 3]> : tensor<3xi64>} : tensor<3xi64>
+  %r = "core.Reshape"(%x, %s) : (tensor<?x6xf32>, tensor<3xi64>) -> tensor<*xf32>
+  func.return %r : tensor<*xf32>
+}

@@ -17,10 +17,12 @@ builtin.module attributes {onnx.opset_import = {"" = 1 : i64}} {
 
 // -----
 
-// Reshape-5: the target shape is an input, passed through (bound at call time).
+// Reshape-5: the target shape is an input, passed through (bound at call time); its static
+// length still gives the result's rank.
 // CHECK-LABEL: func.func @reshape_v5
 // CHECK-SAME:    %[[SHAPE:[a-z0-9]+]]: tensor<2xi64>
-// CHECK:         "core.Reshape"(%{{.*}}, %[[SHAPE]]) {special_zero = true} : {{.*}} -> tensor<*xf32>
+// CHECK-SAME:    -> tensor<?x?xf32>
+// CHECK:         "core.Reshape"(%{{.*}}, %[[SHAPE]]) {special_zero = true} : {{.*}} -> tensor<?x?xf32>
 
 builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
   func.func @reshape_v5(%x: tensor<2x3x4xf32>, %shape: tensor<2xi64>) -> tensor<*xf32> {
