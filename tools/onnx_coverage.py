@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx.defs
 
 from mlconv.passes.onnx_patterns import load_patterns
-from mlconv.tools.onnx_conformance import CaseResult, run_all
+from mlconv.tools.onnx_conformance import CaseResult, expected_failures, run_all
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "onnx-coverage.md"
 
@@ -60,6 +60,21 @@ def render(results: list[CaseResult]) -> str:
         "- For comparison, on the same cases: "
         + ", ".join(f"{name} {score}" for name, score in OTHERS)
         + " (as measured by the issue author).",
+        "",
+        "## Cases that do not pass, by cause",
+        "",
+        "The cause is read from each case's status and error message (`classify` in "
+        "`mlconv.tools.onnx_conformance`); `test/pytest/test_onnx_conformance.py` checks it "
+        "against `onnx_conformance_expected.json`.",
+        "",
+        "| cause | cases | for example |",
+        "|---|---|---|",
+        *(
+            f"| {cause} | {len(names)} | {', '.join(names[:3])}{', ...' if len(names) > 3 else ''} |"
+            for cause, names in sorted(expected_failures(results).items(), key=lambda i: -len(i[1]))
+        ),
+        "",
+        "## Op types",
         "",
         "| op type | lowered since-versions | missing since-versions | cases passed |",
         "|---|---|---|---|",
