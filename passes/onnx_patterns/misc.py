@@ -121,7 +121,9 @@ def lp_normalization(op, b):
     if reduce is None:
         raise b.fail(f"p must be 1 or 2, not {p}")
     norm = b(reduce, x, b.ints([b.attr(op, "axis", -1)]), keep_dims=True)
-    return [b(ew.DivideOp, x, norm)]
+    zero = b.const(0, b.dtype(x))
+    # A zero norm gives 0, not 0/0 (onnx's reference).
+    return [b(ct.SelectOp, b(ew.EqualOp, norm, zero), zero, b(ew.DivideOp, x, norm))]
 
 
 def _dft(op, b, axis):
