@@ -66,7 +66,7 @@ TF_UNREAD: dict[tuple[str, str], str] = {
     ("*", "grad_x"): "gradient hint; no effect on the forward value",
     ("*", "grad_y"): "gradient hint; no effect on the forward value",
     ("Conv2D", "use_cudnn_on_gpu"): "kernel choice on GPUs; no effect on values",
-    ("EnsureShape", "shape"): "a run-time check; static shapes are checked by type inference",
+    ("EnsureShape", "shape"): "a run-time shape assertion: the value passes through unchecked",
     ("Equal", "incompatible_shape_error"): "only for shapes that cannot broadcast, refused",
     ("NotEqual", "incompatible_shape_error"): "only for shapes that cannot broadcast, refused",
     ("*", "exponential_avg_factor"): "updates running statistics in training, refused",
@@ -82,10 +82,13 @@ TFLITE_UNREAD: dict[tuple[str, str], str] = {
     ("DEPTHWISE_CONV_2D", "depth_multiplier"): "TFLite's kernels derive it from the shapes too",
     ("CONV_2D", "quantized_bias_type"): "the bias tensor's type says the same",
     ("FULLY_CONNECTED", "quantized_bias_type"): "the bias tensor's type says the same",
-    ("ADD", "pot_scale_int16"): "int16 quantization only, which tflite-to-core refuses",
-    ("SUB", "pot_scale_int16"): "int16 quantization only, which tflite-to-core refuses",
-    ("BATCH_MATMUL", "asymmetric_quantize_inputs"): "hybrid (dynamic-range) kernels only, refused",
-    ("FULLY_CONNECTED", "asymmetric_quantize_inputs"): "hybrid kernels only, refused",
+    ("ADD", "pot_scale_int16"): "picks LiteRT's int16 kernel; mlconv dequantizes, adds in "
+    "float and requantizes for both (int16 not compared with LiteRT yet)",
+    ("SUB", "pot_scale_int16"): "as ADD's",
+    ("BATCH_MATMUL", "asymmetric_quantize_inputs"): "hybrid kernels (float input, int8 "
+    "weights): mlconv multiplies in float with the dequantized weights, where LiteRT also "
+    "quantizes the input at run time, so mlconv is closer to the float model than LiteRT",
+    ("FULLY_CONNECTED", "asymmetric_quantize_inputs"): "as BATCH_MATMUL's",
 }
 
 
