@@ -278,7 +278,9 @@ def dropout(op, b):
     scale = b(ew.DivideOp, one, b(ew.SubtractOp, one, ratio))
     dtype = element_type(b.dtype(x))
     y = b(ew.MultiplyOp, x, b(ct.ConvertOp, keep, destination_type=dtype))
-    y = b(ew.MultiplyOp, y, b(ct.ConvertOp, scale, destination_type=dtype))
+    if b.dtype(scale) != b.dtype(x):
+        scale = b(ct.ConvertOp, scale, destination_type=dtype)
+    y = b(ew.MultiplyOp, y, scale)
     if training is None:  # decided at run time
         y = b(ct.SelectOp, flag, y, x)
         keep = b(ct.SelectOp, flag, keep, b.const(True))

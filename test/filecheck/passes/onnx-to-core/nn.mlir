@@ -55,3 +55,46 @@ builtin.module attributes {onnx.opset_import = {"" = 14 : i64}} {
     func.return %yh : tensor<1x2x4xf32>
   }
 }
+
+// -----
+
+// Dropout in training mode (decided at run time) with a seed: U drawn at compile time from
+// numpy's RandomState(0) as onnx's reference draws it, mask U >= ratio, kept values scaled by
+// 1 / (1 - ratio); with training_mode false, the input and an all-true mask.
+// CHECK-LABEL: func.func @dropout_training_seeded
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3xf32>, %[[RATIO:.*]]: tensor<f32>, %[[TRAINING:.*]]: tensor<i1>)
+// CHECK:         %[[U:.*]] = core.Constant {value = dense<{{\[\[}}0.548813462, 0.715189338, 0.602763355], [0.544883132, 0.423654795, 0.64589411]]> : tensor<2x3xf32>}
+// CHECK:         %[[KEEP:.*]] = "core.GreaterEqual"(%[[U]], %[[RATIO]])
+// CHECK:         %[[ONE:.*]] = core.Constant {value = dense<1.000000e+00> : tensor<f32>}
+// CHECK:         %[[SCALE:.*]] = "core.Divide"(%[[ONE]], %{{.*}})
+// CHECK:         %[[KEPT:.*]] = "core.Multiply"(%[[X]], %{{.*}})
+// CHECK:         %[[SCALED:.*]] = "core.Multiply"(%[[KEPT]], %[[SCALE]])
+// CHECK:         %[[Y:.*]] = "core.Select"(%[[TRAINING]], %[[SCALED]], %[[X]])
+// CHECK:         %[[MASK:.*]] = "core.Select"(%[[TRAINING]], %[[KEEP]], %{{.*}})
+// CHECK:         func.return %[[Y]], %[[MASK]] : tensor<2x3xf32>, tensor<2x3xi1>
+builtin.module attributes {onnx.opset_import = {"" = 22 : i64}} {
+  func.func @dropout_training_seeded(%x: tensor<2x3xf32>, %ratio: tensor<f32>, %training: tensor<i1>) -> (tensor<2x3xf32>, tensor<2x3xi1>) {
+    %y, %mask = "onnx.Dropout"(%x, %ratio, %training) {seed = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1>} : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
+    func.return %y, %mask : tensor<2x3xf32>, tensor<2x3xi1>
+  }
+}
+
+// -----
+
+// BatchNormalization-7 with spatial = 0: statistics per element (C x D1), broadcast over N.
+// CHECK-LABEL: func.func @batch_norm_spatial_0
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>, %[[S:.*]]: tensor<3x4xf32>, %[[B:.*]]: tensor<3x4xf32>, %[[M:.*]]: tensor<3x4xf32>, %[[V:.*]]: tensor<3x4xf32>)
+// CHECK-NOT:     core.BatchNormInference
+// CHECK:         %[[VE:.*]] = "core.Add"(%[[V]], %{{.*}}) : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xf32>
+// CHECK:         %[[STD:.*]] = "core.Sqrt"(%[[VE]])
+// CHECK:         %[[C:.*]] = "core.Subtract"(%[[X]], %[[M]]) : (tensor<2x3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK:         %[[K:.*]] = "core.Divide"(%[[S]], %[[STD]])
+// CHECK:         %[[N:.*]] = "core.Multiply"(%[[C]], %[[K]])
+// CHECK:         %[[Y:.*]] = "core.Add"(%[[N]], %[[B]]) : (tensor<2x3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK:         func.return %[[Y]]
+builtin.module attributes {onnx.opset_import = {"" = 7 : i64}} {
+  func.func @batch_norm_spatial_0(%x: tensor<2x3x4xf32>, %s: tensor<3x4xf32>, %b: tensor<3x4xf32>, %m: tensor<3x4xf32>, %v: tensor<3x4xf32>) -> tensor<2x3x4xf32> {
+    %y = "onnx.BatchNormalization"(%x, %s, %b, %m, %v) {spatial = 0 : i64, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0>} : (tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>
+    func.return %y : tensor<2x3x4xf32>
+  }
+}
