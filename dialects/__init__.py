@@ -30,6 +30,9 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 
 def make_context(*, allow_unregistered: bool = False) -> Context:
     """A context with builtin, func and every mlconv dialect registered (loaded on first use)."""
+    from mlconv.dialects import xdsl_speedups
+
+    xdsl_speedups.apply()
     ctx = Context(allow_unregistered=allow_unregistered)
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)

@@ -24,7 +24,6 @@ included; packed sub-byte initializers are unpacked by `onnx.numpy_helper.to_arr
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections import ChainMap
 from typing import IO, Any
@@ -59,10 +58,10 @@ from xdsl.printer import Printer
 from mlconv.dense import element_type, to_dense_attr
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.errors import FrontendError, MlconvError
+from mlconv.frontends.names import name_hint
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNKNOWN = UnrankedTensorType(Float32Type())
-_INVALID_NAME_CHAR = re.compile(r"[^\w$.-]")
 
 
 def import_onnx(model: str | os.PathLike | onnx.ModelProto) -> ModuleOp:
@@ -254,11 +253,9 @@ class _Weights:
 
 
 def _value_name(name: str) -> str | None:
-    """An SSA name hint for an ONNX value name (None where nothing usable is left)."""
-    hint = _INVALID_NAME_CHAR.sub("_", name)
-    if not hint:
-        return None
-    return hint if not hint[0].isdigit() else "v" + hint
+    """An SSA name hint for an ONNX value name (None where nothing usable is left), stable
+    through a textual round trip (`frontends.names`)."""
+    return name_hint(name)
 
 
 def _element_type(data_type: int, what: str) -> Attribute:

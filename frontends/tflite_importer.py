@@ -39,6 +39,7 @@ from mlconv.dense import element_type, to_dense_attr
 from mlconv.dialects import tflite
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.errors import FrontendError
+from mlconv.frontends.names import name_hint
 from mlconv.passes.tflite_op_versions import known_version
 
 # TFLite TensorType -> numpy dtype of the stored values.
@@ -252,7 +253,8 @@ def _name(tensor) -> str:
 
 def _hint(name: str) -> str | None:
     cleaned = "".join(c if c.isalnum() or c in "_" else "_" for c in name)
-    return cleaned if cleaned and not cleaned[0].isdigit() and not cleaned.startswith("_") else None
+    usable = cleaned and not cleaned[0].isdigit() and not cleaned.startswith("_")
+    return name_hint(cleaned) if usable else None  # stable through a round trip
 
 
 def _names(tensors) -> Attribute:

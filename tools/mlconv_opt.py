@@ -72,6 +72,7 @@ class LocatingParser(Parser):
         self.filename = StringAttr(filename)
         self.newlines = [m.start() for m in re.finditer("\n", text)]
         self.name_lines: dict[str, tuple[int, int]] = {}
+        self.text = text
 
     def line_col(self, position: int) -> tuple[int, int]:
         index = bisect.bisect_left(self.newlines, position)
@@ -82,7 +83,9 @@ class LocatingParser(Parser):
         start = self._current_token.span.start
         op = super().parse_operation()
         line, column = self.line_col(start)
-        if isinstance(op.location, UnknownLoc):
+        explicit = self.text[start : self._current_token.span.start].rstrip()
+        if isinstance(op.location, UnknownLoc) and not explicit.endswith("loc(unknown)"):
+            # An op printed with `loc(unknown)` keeps it: printed IR parses back identically.
             op.location = FileLineColLoc(self.filename, IntAttr(line), IntAttr(column))
         elif isinstance(op.location, NameLoc):
             self.name_lines.setdefault(op.location.desc.data, (line, column))
