@@ -7,6 +7,7 @@ from xdsl.dialects.builtin import TensorType
 
 from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects import core
+from mlconv.dialects import core_tf as ctf
 from mlconv.passes.tflite_patterns import lowering
 
 
@@ -186,3 +187,25 @@ def shape(op, b):
     if all(d >= 0 for d in dims):
         return [b.const(np.asarray(dims), dtype=numpy_dtype(out_type))]
     return [b(core.ShapeOfOp, x, output_type=out_type)]
+
+
+def _block_arguments(op, b):
+    """(block shape, begin, end) over every dim of SPACE_TO_BATCH_ND's / BATCH_TO_SPACE_ND's
+    input (the batch's block 1, unpadded trailing dims), from TFLite's spatial block and its
+    paddings (or crops), as Keras writes a dilated convolution."""
+    rank = b.ranked(b.x(op, 0))
+    block = b.static(op, 1).astype(np.int64).reshape(-1)
+    pairs = b.static(op, 2).astype(np.int64).reshape(-1, 2)
+    rest = [0] * (rank - 1 - block.size)
+    full = [1, *block, *[1] * len(rest)]
+    return b.ints(full), b.ints([0, *pairs[:, 0], *rest]), b.ints([0, *pairs[:, 1], *rest])
+
+
+@lowering("SPACE_TO_BATCH_ND")
+def space_to_batch(op, b):
+    return [b(ctf.SpaceToBatchOp, b.x(op, 0), *_block_arguments(op, b))]
+
+
+@lowering("BATCH_TO_SPACE_ND")
+def batch_to_space(op, b):
+    return [b(ctf.BatchToSpaceOp, b.x(op, 0), *_block_arguments(op, b))]

@@ -26,6 +26,7 @@ Tests and tools load this file by its path (pytest imports tests with --import-m
 from __future__ import annotations
 
 import fcntl
+import functools
 import importlib.util
 import os
 import shutil
@@ -280,6 +281,16 @@ MODELS: dict[str, Model] = {
 CASES = [(name, exporter) for name, m in MODELS.items() for exporter in EXPORTERS[m.framework]]
 
 
+def write_onnx(name: str, exporter: str, path: str | os.PathLike) -> None:
+    """Export model `name` with an ONNX exporter (torchscript, dynamo, tf2onnx) to `path`."""
+    spec = MODELS[name]
+    model = spec.build()
+    if spec.framework == "torch":
+        _export_torch(model, spec, exporter, Path(path))
+    else:
+        _export_keras(model, exporter, Path(path))
+
+
 def model_file(folder: Path, exporter: str) -> Path:
     """The file (or SavedModel folder) an exporter wrote into `folder`."""
     return folder / {"savedmodel": "saved_model", "tflite": "model.tflite"}.get(
@@ -430,6 +441,26 @@ def references(folder: Path) -> dict[int, tuple[list[np.ndarray], np.ndarray]]:
     return out
 
 
+def check_matches_source(folder: Path, exporter: str) -> None:
+    """One `mlconv.compile` of the exported file, run at every batch size of `BATCHES`, matches
+    the source framework; the reference first shows that it moves with the input."""
+    import mlconv
+
+    sensitivity = load_helper("sensitivity")
+    refs = references(folder)
+    sensitivity.assert_input_sensitive(
+        refs[BATCHES[0]][1], refs[-1][1], rtol=RTOL, what=str(folder)
+    )
+    run = mlconv.compile(str(model_file(folder, exporter)))
+    for batch in BATCHES:
+        inputs, expected = refs[batch]
+        (got,) = run(*inputs)
+        assert got.shape == expected.shape, f"batch {batch}: {got.shape} != {expected.shape}"
+        np.testing.assert_allclose(
+            got, expected, rtol=RTOL, atol=ATOL, err_msg=f"{folder} at batch {batch}"
+        )
+
+
 def export_cache(request, tmp_path_factory) -> ExportCache:
     """The session's cache: pytest's cache folder when the cache provider is on, else the run's
     temporary root (shared by all xdist workers)."""
@@ -441,3 +472,11 @@ def export_cache(request, tmp_path_factory) -> ExportCache:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent
     return ExportCache(base / key)
+
+
+# For bench/latency.py: "model-exporter" -> a function writing that ONNX file to a path.
+BENCHMARK_MODELS = {
+    f"{name}-{exporter}": functools.partial(write_onnx, name, exporter)
+    for name, exporter in CASES
+    if exporter in ("torchscript", "dynamo", "tf2onnx")
+}

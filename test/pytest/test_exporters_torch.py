@@ -14,15 +14,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 pytest.importorskip("onnxscript")
-
-import mlconv  # noqa: E402
 
 
 def _helper(name: str):
@@ -35,7 +32,6 @@ def _helper(name: str):
 
 
 exported_models = _helper("exported_models")
-sensitivity = exported_models.load_helper("sensitivity")
 CASES = [c for c in exported_models.CASES if exported_models.MODELS[c[0]].framework == "torch"]
 
 
@@ -44,27 +40,9 @@ def exported(request, tmp_path_factory):
     return exported_models.export_cache(request, tmp_path_factory)
 
 
-def check_matches_source(folder: Path, exporter: str) -> None:
-    """Shared with test_exporters_tf: one compile, two batch sizes, the source's outputs."""
-    refs = exported_models.references(folder)
-    first = exported_models.BATCHES[0]
-    sensitivity.assert_input_sensitive(
-        refs[first][1], refs[-1][1], rtol=exported_models.RTOL, what=str(folder)
-    )
-    run = mlconv.compile(str(exported_models.model_file(folder, exporter)))
-    for batch in exported_models.BATCHES:
-        inputs, expected = refs[batch]
-        (got,) = run(*inputs)
-        assert got.shape == expected.shape, f"batch {batch}"
-        np.testing.assert_allclose(
-            got, expected, rtol=exported_models.RTOL, atol=exported_models.ATOL,
-            err_msg=f"batch {batch}",
-        )  # fmt: skip
-
-
 @pytest.mark.parametrize("case", CASES, ids=[f"{m}-{e}" for m, e in CASES])
 def test_matches_pytorch(exported, case):
     folder = exported(case)
     if case[1] == "dynamo":
         assert (folder / "model.onnx.data").exists(), "the dynamo exporter wrote no external data"
-    check_matches_source(folder, case[1])
+    exported_models.check_matches_source(folder, case[1])

@@ -32,3 +32,20 @@ func.func @main(%x: tensor<1x4x!quant.uniform<i8:f32, 0.05:3>>) -> tensor<1x4x!q
   %y = "tflite.LOGISTIC"(%x) {version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.05:3>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>> loc("sigmoid")
   func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>>
 }
+
+// -----
+
+// A dilated depthwise convolution as Keras writes it (dynamic batch): the spatial block and
+// paddings/crops become full-rank core.SpaceToBatch / core.BatchToSpace operands.
+// CHECK-LABEL: func.func @main
+// CHECK:         %[[S2B:.*]] = "core.SpaceToBatch"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x4x4x3xf32>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x4x4x3xf32>
+// CHECK:         %[[B2S:.*]] = "core.BatchToSpace"(%[[S2B]], %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x4x4x3xf32>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x6x6x3xf32>
+// CHECK:         func.return %[[B2S]]
+func.func @main(%x: tensor<?x4x4x3xf32>) -> tensor<?x6x6x3xf32> {
+  %block = "tflite.CONST"() {value = dense<2> : tensor<2xi32>} : () -> tensor<2xi32>
+  %pads = "tflite.CONST"() {value = dense<[[2, 2], [2, 2]]> : tensor<2x2xi32>} : () -> tensor<2x2xi32>
+  %crops = "tflite.CONST"() {value = dense<[[1, 1], [1, 1]]> : tensor<2x2xi32>} : () -> tensor<2x2xi32>
+  %s = "tflite.SPACE_TO_BATCH_ND"(%x, %block, %pads) {version = 1 : i32} : (tensor<?x4x4x3xf32>, tensor<2xi32>, tensor<2x2xi32>) -> tensor<?x4x4x3xf32>
+  %y = "tflite.BATCH_TO_SPACE_ND"(%s, %block, %crops) {version = 1 : i32} : (tensor<?x4x4x3xf32>, tensor<2xi32>, tensor<2x2xi32>) -> tensor<?x6x6x3xf32>
+  func.return %y : tensor<?x6x6x3xf32>
+}

@@ -1,0 +1,47 @@
+"""Keras 3 models as users export them (issue 7): tf2onnx .onnx, SavedModel (`model.export`) and
+.tflite (`TFLiteConverter.from_keras_model`, `shape_signature` -1), all with the `(None, ...)`
+batch Keras writes; the models are built in `exported_models.py` (a small CNN with a dilated
+depthwise convolution, MobileNetV2, a transformer block).
+
+One `mlconv.compile` of the file runs at two batch sizes, never given `input_shapes`, and matches
+Keras (tf2onnx, SavedModel) or LiteRT (.tflite) at rtol 1e-3 / atol 1e-4, after the reference on
+another input has been shown to differ by 100x the tolerance at least.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+pytest.importorskip("tensorflow")
+pytest.importorskip("keras")
+pytest.importorskip("tf2onnx")
+pytest.importorskip("ai_edge_litert.interpreter")
+
+
+def _helper(name: str):
+    key = f"mlconv_test_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
+
+
+exported_models = _helper("exported_models")
+CASES = [c for c in exported_models.CASES if exported_models.MODELS[c[0]].framework == "keras"]
+
+
+@pytest.fixture(scope="session")
+def exported(request, tmp_path_factory):
+    return exported_models.export_cache(request, tmp_path_factory)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{m}-{e}" for m, e in CASES])
+def test_matches_keras(exported, case):
+    exported_models.check_matches_source(exported(case), case[1])
