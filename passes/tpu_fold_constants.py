@@ -88,7 +88,7 @@ def erase_dead(module: ModuleOp) -> None:
             op.erase()
 
 
-def fold_constants(module: ModuleOp, max_elements: int = 1 << 24) -> None:
+def fold_constants(module: ModuleOp, max_elements: int = 1 << 27) -> None:
     PatternRewriteWalker(FoldConstantOperands(max_elements)).rewrite_module(module)
     erase_dead(module)
 
@@ -99,7 +99,7 @@ class TpuFoldConstantsPass(ModulePass):
     pre-packed weights). Input/output: tpu dialect."""
 
     name = "tpu-fold-constants"
-    max_elements: int = 1 << 24
+    max_elements: int = 1 << 27
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fold_constants(op, self.max_elements)

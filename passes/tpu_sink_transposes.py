@@ -5,7 +5,8 @@ NCHW->NHWC and an NHWC->NCHW transpose. This pass pushes each transpose below th
 not care about layout, rewriting them to work on the untransposed value:
 
 - elementwise ops (their other operands being the same transpose, scalars, constants, which
-  are transposed here at compile time, or `broadcast_in_dim`s, whose dimensions are remapped),
+  are transposed here at compile time, `broadcast_in_dim`s, whose dimensions are remapped, or
+  values that are transposed the inverse way elsewhere anyway: a residual input),
 - `reduce_window_*` (pooling), `concatenate`, `reduce_*`, `pad`,
 - `reshape`s that split or merge dimensions (a channel shuffle keeps one small transpose),
 
@@ -127,7 +128,7 @@ class ComposeTransposes(RewritePattern):
 
 
 def _untransposed(
-    value: SSAValue, perm: tuple[int, ...], rank: int, location
+    value: SSAValue, perm: tuple[int, ...], rank: int, location, single_use: bool
 ) -> tuple[list[Operation], SSAValue] | None:
     """`value` (an operand of an op whose transposed operand has permutation `perm`) in the
     untransposed layout: (ops to insert, new value), or None when that would cost a transpose."""
@@ -161,6 +162,16 @@ def _untransposed(
             location,
         )
         return [new], new.results[0]
+    inverse_users = [
+        u.operation
+        for u in value.uses
+        if _perm(u.operation) == inverse and u.operation.results[0].uses
+    ]
+    if (
+        inverse_users and single_use
+    ):  # the value is transposed this way anyway: XLA's CSE shares the copy
+        new = transpose(value, inverse, location)
+        return [new], new.results[0]
     return None
 
 
@@ -181,10 +192,17 @@ class SinkThroughElementwise(RewritePattern):
         perm = _transposed_operand(op)
         if perm is None or len(_shape(op.results[0])) != len(perm):
             return
+        # Only a transposed operand used by this op alone may bring in an inverse transpose of
+        # another operand (it then dies): this keeps the rewrite from going back and forth.
+        single_use = all(
+            v.uses.get_length() == 1
+            for v in op.operands
+            if isinstance(v.owner, Operation) and _perm(v.owner) == perm
+        )
         new_ops: list[Operation] = []
         operands = []
         for operand in op.operands:
-            found = _untransposed(operand, perm, len(perm), op.location)
+            found = _untransposed(operand, perm, len(perm), op.location, single_use)
             if found is None:
                 return
             new_ops += found[0]

@@ -1,0 +1,201 @@
+"""The tpu target passes (tpu-fold-constants, tpu-conv-strategy, tpu-sink-transposes) keep
+numerics: each model, built here with seeded random weights, is lowered to tpu ops and run
+through the JAX backend before and after the passes on the same random input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from mlconv.api import load_model, lower_to_tpu
+from mlconv.backends.jax_backend import compile_module
+from mlconv.dialects import make_context, tpu
+from mlconv.errors import OptionError
+from mlconv.passes.pipelines import target_passes
+from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
+
+
+class Graph:
+    """A small ONNX graph builder with seeded random initializers."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self) -> str:
+        self.count += 1
+        return f"t{self.count}"
+
+    def weight(self, shape, positive=False) -> str:
+        name = self.name()
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        array = (
+            self.rng.uniform(0.5, 1.5, shape)
+            if positive
+            else self.rng.standard_normal(shape) / np.sqrt(fan_in)
+        )
+        self.inits.append(numpy_helper.from_array(array.astype(np.float32), name))
+        return name
+
+    def node(self, op, inputs, **attrs) -> str:
+        out = self.name()
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, group=1, stride=1, pad=0, bn=True, act="Relu") -> str:
+        y = self.node(
+            "Conv",
+            [x, self.weight((cout, cin // group, k, k))],
+            group=group,
+            strides=[stride] * 2,
+            pads=[pad] * 4,
+            kernel_shape=[k, k],
+        )
+        if bn:
+            stats = [self.weight((cout,), positive=True) for _ in range(4)]
+            y = self.node("BatchNormalization", [y, *stats])
+        else:
+            y = self.node("Add", [y, self.weight((1, cout, 1, 1))])
+        if act == "Relu":
+            y = self.node("Relu", [y])
+        elif act == "Clip":
+            lo, hi = self.name(), self.name()
+            self.inits += [
+                numpy_helper.from_array(np.float32(0), lo),
+                numpy_helper.from_array(np.float32(6), hi),
+            ]
+            y = self.node("Clip", [y, lo, hi])
+        return y
+
+    def model(self, x_shape, out):
+        graph = helper.make_graph(
+            self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], self.inits,
+        )  # fmt: skip
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def mobile_block(g: Graph) -> str:
+    """Inverted residual: 1x1 expand, depthwise 3x3 (stride 1 and 2), 1x1 project, residual."""
+    a = g.conv("x", 8, 24, 1, act="Clip")
+    b = g.conv(a, 24, 24, 3, group=24, pad=1, act="Clip")
+    c = g.conv(b, 24, 8, 1, act=None)
+    r = g.node("Add", ["x", c])
+    d = g.conv(r, 8, 8, 3, group=8, stride=2, pad=1)
+    pool = g.node("GlobalAveragePool", [d])
+    return g.node("Flatten", [pool])
+
+
+def shuffle_block(g: Graph) -> str:
+    """ShuffleNet unit: grouped 1x1, channel shuffle, depthwise, grouped 1x1, concat with pool."""
+    a = g.conv("x", 12, 12, 1, group=3)
+    shape1, shape2 = g.name(), g.name()
+    g.inits += [
+        numpy_helper.from_array(np.array([1, 3, 4, 8, 8], np.int64), shape1),
+        numpy_helper.from_array(np.array([1, 12, 8, 8], np.int64), shape2),
+    ]
+    s = g.node("Reshape", [a, shape1])
+    s = g.node("Transpose", [s], perm=[0, 2, 1, 3, 4])
+    s = g.node("Reshape", [s, shape2])
+    d = g.conv(s, 12, 12, 3, group=12, stride=2, pad=1, act=None)
+    e = g.conv(d, 12, 6, 1, group=3, act=None)
+    p = g.node("AveragePool", ["x"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    return g.node("Relu", [g.node("Concat", [p, e], axis=1)])
+
+
+def dense_block(g: Graph) -> str:
+    """VGG/DenseNet-like: 3x3 conv with bias, max pool, concat, strided 1x1, flatten, Gemm."""
+    a = g.conv("x", 3, 6, 3, pad=1, bn=False)
+    p = g.node("MaxPool", [a], kernel_shape=[2, 2], strides=[2, 2])
+    b = g.conv(p, 6, 4, 3, pad=1)
+    c = g.node("Concat", [p, b], axis=1)
+    d = g.conv(c, 10, 5, 1, stride=2, bn=False)
+    f = g.node("Flatten", [d])
+    return g.node("Gemm", [f, g.weight((5 * 2 * 2, 7)), g.weight((7,))])
+
+
+CASES = {
+    "mobile": (mobile_block, [1, 8, 8, 8]),
+    "shuffle": (shuffle_block, [1, 12, 8, 8]),
+    "dense": (dense_block, [1, 3, 8, 8]),
+}
+
+
+# shuffle: its pool branch reads the NCHW input itself, so the concat stays NCHW.
+LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 3, "dense": 2}
+
+
+def lowered(case: str):
+    build, shape = CASES[case]
+    g = Graph(seed=sorted(CASES).index(case))
+    module = lower_to_tpu(load_model(g.model(shape, build(g))))
+    x = np.random.default_rng(100).standard_normal(shape).astype(np.float32)
+    return module, x
+
+
+def ops_named(module, name: str) -> list:
+    return [op for op in module.walk() if op.name == f"tpu.{name}"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cpu_target_keeps_numerics(case):
+    module, x = lowered(case)
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        stage.apply(ctx, module)
+    module.verify()
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.1
+    np.testing.assert_allclose(after, before, rtol=1e-4, atol=1e-4 * np.abs(before).max())
+    # No grouped or NCHW convolution is left; of the transposes only the input's, the channel
+    # shuffle's and the one before a flatten in NCHW order remain.
+    for conv in ops_named(module, "conv_general_dilated"):
+        params = conv.params()
+        assert params["feature_group_count"] == 1
+        assert tuple(params["dimension_numbers"].lhs_spec) == (0, 3, 1, 2)
+    distinct = {
+        (op.operands[0], op.params()["permutation"]) for op in ops_named(module, "transpose")
+    }
+    assert len(distinct) <= LEFT_TRANSPOSES[case]
+
+
+def test_depthwise_becomes_multiply_adds():
+    module, _ = lowered("mobile")
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        stage.apply(ctx, module)
+    convs = ops_named(module, "conv_general_dilated")
+    assert convs == []  # 1x1 as dot_general, depthwise as taps
+    assert len(ops_named(module, "dot_general")) == 2
+    assert len(ops_named(module, "slice")) >= 18
+
+
+@pytest.mark.parametrize("device", ["gpu", "tpu"])
+def test_other_devices_keep_convolutions(device):
+    module, x = lowered("shuffle")
+    convs = len(ops_named(module, "conv_general_dilated"))
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    ctx = make_context()
+    for stage in target_passes(device):
+        stage.apply(ctx, module)
+    assert len(ops_named(module, "conv_general_dilated")) == convs
+    (after,) = compile_module(module, "cpu")(x)
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
+
+
+def test_unknown_device_is_an_option_error():
+    module, _ = lowered("dense")
+    with pytest.raises(OptionError, match="unknown device 'npu'"):
+        TpuConvStrategyPass(device="npu").apply(make_context(), module)
+
+
+def test_weights_are_constants_after_folding():
+    module, _ = lowered("dense")
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        stage.apply(ctx, module)
+    for op in module.walk():
+        if isinstance(op, tpu.PrimitiveOp) and op.operands:
+            assert not all(isinstance(v.owner, tpu.ConstantOp) for v in op.operands), op.name
