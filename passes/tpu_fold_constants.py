@@ -12,6 +12,7 @@ with regions are left alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -43,8 +44,54 @@ def constant(array: np.ndarray, location) -> tpu.ConstantOp:
     return op
 
 
+def _broadcast_in_dim(
+    x: np.ndarray, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...], **_
+) -> np.ndarray:
+    expanded = [1] * len(shape)
+    for source, target in enumerate(broadcast_dimensions):
+        expanded[target] = x.shape[source]
+    return np.broadcast_to(x.reshape(expanded), shape)
+
+
+# The layout primitives weights go through, in numpy: jax's eager dispatch compiles one XLA
+# program per primitive and shape (~10-50 ms each), which made this pass the slowest of all.
+NUMPY: dict[str, Any] = {
+    "reshape": lambda x, new_sizes, **_: x.reshape(new_sizes),
+    "transpose": lambda x, permutation, **_: np.transpose(x, permutation),
+    "broadcast_in_dim": _broadcast_in_dim,
+    "squeeze": lambda x, dimensions, **_: np.squeeze(x, tuple(dimensions)),
+    "expand_dims": lambda x, dimensions, **_: np.expand_dims(x, tuple(dimensions)),
+    "convert_element_type": lambda x, new_dtype, **_: x.astype(new_dtype),
+    "slice": lambda x, start_indices, limit_indices, strides, **_: x[
+        tuple(
+            slice(a, b, c)
+            for a, b, c in zip(start_indices, limit_indices, strides or [1] * x.ndim, strict=True)
+        )
+    ],
+    "rev": lambda x, dimensions, **_: np.flip(x, tuple(dimensions)),
+}
+FLOAT_NUMPY: dict[str, Any] = {  # exact IEEE operations, float operands only
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "neg": np.negative,
+    "sqrt": np.sqrt,
+}
+
+
 def evaluate(op: tpu.PrimitiveOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Run one primitive eagerly on the CPU."""
+    """Run one primitive on the CPU: in numpy for layout and exact float ops, else eagerly
+    through jax."""
+    name = op.PRIMITIVE
+    if name in NUMPY:
+        return [np.asarray(NUMPY[name](*inputs, **op.params()))]
+    if name in FLOAT_NUMPY and all(i.dtype.kind == "f" and i.dtype.itemsize >= 4 for i in inputs):
+        same = all(i.shape == inputs[0].shape or i.ndim == 0 for i in inputs)
+        if same and len({i.dtype for i in inputs}) == 1:
+            return [np.asarray(FLOAT_NUMPY[name](*inputs), dtype=inputs[0].dtype)]
     import jax
 
     with jax.default_device(jax.devices("cpu")[0]):
