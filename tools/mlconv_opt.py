@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from io import StringIO
 
@@ -249,6 +250,34 @@ class Options:
     allow_unregistered: bool = False
     print_ir_after_all: bool = False
     debuginfo: bool = False
+    timing: Timing | None = None
+
+
+class Timing:
+    """Wall time per step (parse, each pass and a pipeline's stages, verify, print), printed
+    as mlir-opt's `-mlir-timing` report."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str], float] = {}
+
+    def add(self, name: str, seconds: float, depth: int = 0) -> None:
+        self.entries[(depth, name)] = self.entries.get((depth, name), 0.0) + seconds
+
+    def report(self) -> str:
+        total = sum(s for (depth, _), s in self.entries.items() if depth == 0) or 1e-12
+        rule = "===" + "-" * 73 + "==="
+        lines = [
+            rule,
+            "Execution time report".center(79),
+            rule,
+            f"  Total Execution Time: {total:.4f} seconds",
+            "",
+            "  ----Wall Time----  ----Name----",
+        ]
+        for (depth, name), seconds in self.entries.items():
+            lines.append(f"  {seconds:8.4f} ({100 * seconds / total:5.1f}%)  {'  ' * depth}{name}")
+        lines.append(f"  {total:8.4f} (100.0%)  Total")
+        return "\n".join(lines) + "\n"
 
 
 def _mlconv_diagnostic(error: MlconvError, path: str, parser: LocatingParser) -> Diagnostic:
@@ -315,16 +344,38 @@ def parse_and_verify(chunk: Chunk, options: Options) -> tuple[ModuleOp | None, l
 
 def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diagnostic]]:
     """Parse, verify, run the passes (verifying after each) and print one chunk."""
+    timing = options.timing
+    start = time.perf_counter()
     ctx, parser, module, errors = parse_chunk(chunk, options)
+    if timing:
+        timing.add("parse and verify input", time.perf_counter() - start)
     if module is None:
         return None, errors
 
     def verify() -> list[Diagnostic]:
-        return verify_module(module)
+        start = time.perf_counter()
+        found = verify_module(module)
+        if timing:
+            timing.add("verify", time.perf_counter() - start)
+        return found
+
+    def apply(pass_: ModulePass) -> None:
+        start = time.perf_counter()
+        stages = pass_.passes() if timing and hasattr(pass_, "passes") else None
+        if stages is not None:
+            timing.add(pass_.name, 0.0)  # the pipeline's line before its stages'
+        if stages is None:
+            pass_.apply(ctx, module)
+        for stage in stages or ():  # a pipeline: one line per stage, nested
+            stage_start = time.perf_counter()
+            stage.apply(ctx, module)
+            timing.add(stage.name, time.perf_counter() - stage_start, depth=1)
+        if timing:
+            timing.add(pass_.name, time.perf_counter() - start)
 
     for pass_ in options.passes:
         try:
-            pass_.apply(ctx, module)
+            apply(pass_)
         except MlconvError as error:
             return None, [_mlconv_diagnostic(error, options.path, parser)]
         except Exception as error:
@@ -345,7 +396,11 @@ def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diag
             ]
         if options.print_ir_after_all:
             _dump_after(pass_, module, options, ctx)
-    return print_module(module, ctx, options.debuginfo), []
+    start = time.perf_counter()
+    text = print_module(module, ctx, options.debuginfo)
+    if timing:
+        timing.add("print output", time.perf_counter() - start)
+    return text, []
 
 
 # --------------------------------------------------------------------------- the tool
@@ -363,6 +418,10 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument("--mlir-print-debuginfo", action="store_true")
     parser.add_argument("--allow-unregistered-dialect", action="store_true")
     parser.add_argument("--list-passes", action="store_true")
+    parser.add_argument(
+        "--timing", "--mlir-timing", action="store_true",
+        help="print the wall time of parsing, each pass (a pipeline's stages nested), verifying and printing to stderr",
+    )  # fmt: skip
     return parser
 
 
@@ -416,6 +475,7 @@ def _run(argv: list[str] | None) -> int:
         allow_unregistered=args.allow_unregistered_dialect,
         print_ir_after_all=args.print_ir_after_all,
         debuginfo=args.mlir_print_debuginfo,
+        timing=Timing() if args.timing else None,
     )
     outputs: list[str] = []
     diagnostics: list[Diagnostic] = []
@@ -437,6 +497,8 @@ def _run(argv: list[str] | None) -> int:
             stream.flush()
     for line in report:
         print(line, file=sys.stderr)
+    if options.timing:
+        sys.stderr.write(options.timing.report())
     return 1 if failed else 0
 
 
