@@ -1,0 +1,196 @@
+"""Textual IR round-trips (issue 7, item 5): for every model the test-suite imports
+(`model_zoo.all_models()`), the imported module and the module after every pass of the default
+pipeline print, parse back and print identically, and no printed type has a `-1` dimension;
+`mlconv-opt` parses what `mlconv-translate` prints.
+
+The default pipeline is the one `mlconv.compile` runs: the framework's front phase, its
+lowering to core, the passes after it, then core-to-tpu-pipeline's passes, with each dynamic
+input dim bound to 1 as a call of batch 1 would.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+
+def _zoo():
+    name = "mlconv_test_model_zoo"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("model_zoo.py")
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+MODELS = _zoo().all_models()
+BIN = Path(sys.executable).parent
+# A -1 dimension in a printed shape: `tensor<-1x...`, `x-1x`, `x-1xf32>`.
+MINUS_ONE_DIM = re.compile(r"(?:<|x)-1x")
+
+
+def print_ir(module: ModuleOp) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream, print_debuginfo=True).print_op(module)
+    return stream.getvalue()
+
+
+def assert_round_trips(module: ModuleOp, after: str, seen: set[str] | None = None) -> None:
+    """`module` prints without -1 dims and parses back to the same text. Text already checked
+    (in `seen`) is not parsed again: a pass that changed nothing costs no parse."""
+    from mlconv.dialects import make_context
+
+    text = print_ir(module)
+    if seen is not None:
+        if text in seen:
+            return
+        seen.add(text)
+    found = MINUS_ONE_DIM.search(text)
+    assert found is None, f"a -1 dimension is printed after {after}: {found.group(0)}"
+    try:
+        parsed = Parser(make_context(), text, after).parse_module()
+    except Exception as error:  # noqa: BLE001 - shown with the pass it follows
+        pytest.fail(f"the IR printed after {after} does not parse: {str(error)[:2000]}")
+    again = print_ir(parsed)
+    if again != text:
+        pairs = zip(text.splitlines(), again.splitlines(), strict=False)
+        first = next(((a, b) for a, b in pairs if a != b), ("(lengths differ)", ""))
+        pytest.fail(
+            f"print(parse(print(m))) != print(m) after {after}: "
+            f"{first[0][:300]!r} became {first[1][:300]!r}"
+        )
+
+
+def run_default_pipeline(module: ModuleOp) -> None:
+    """Round trip after the import and after every pass of the default pipeline."""
+    from mlconv.api import framework_dialects
+    from mlconv.dialects import make_context
+
+    seen: set[str] = set()
+    assert_round_trips(module, "the import", seen)
+    dialects = framework_dialects(module)
+    assert len(dialects) == 1, dialects
+    ctx = make_context()
+    for stage in default_passes(dialects[0], ""):
+        if stage.name == "core-infer-shapes":
+            stage = type(stage)(input_shapes=batch_one(module))
+        stage.apply(ctx, module)
+        assert_round_trips(module, stage.name, seen)
+    assert all(op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk()), (
+        "the pipeline did not reach tpu ops"
+    )
+
+
+def default_passes(dialect: str, input_shapes: str):
+    from mlconv.api import AFTER_CORE, FRONT_PHASE, TO_CORE
+    from mlconv.passes import get_pass
+    from mlconv.passes.pipelines import CoreToTpuPipeline
+
+    names = [*FRONT_PHASE.get(dialect, ()), TO_CORE[dialect], *AFTER_CORE.get(dialect, ())]
+    passes = [get_pass(name)() for name in names]
+    return passes + CoreToTpuPipeline(input_shapes=input_shapes).passes()
+
+
+def batch_one(module: ModuleOp) -> str:
+    """input-shapes binding each dynamic dim of @main's inputs to 1."""
+    from xdsl.dialects.builtin import TensorType
+
+    from mlconv.backends.jax_backend import _find_main
+    from mlconv.passes.core_to_tpu import input_name
+
+    main = _find_main(module)
+    specs = []
+    for index, arg in enumerate(main.body.block.args):
+        if isinstance(arg.type, TensorType) and any(d < 0 for d in arg.type.get_shape()):
+            dims = ",".join("1" if d < 0 else str(d) for d in arg.type.get_shape())
+            specs.append(f"{input_name(main, index)}:{dims}")
+    return ";".join(specs)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    paths: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in paths:
+            paths[name] = MODELS[name](tmp_path_factory.mktemp(re.sub(r"\W", "_", name)))
+        return paths[name]
+
+    return get
+
+
+def test_the_zoo_has_every_kind_of_model() -> None:
+    names = sorted(MODELS)
+    assert sum(n.startswith("light_") for n in names) == 9, names
+    assert any(n.endswith(".tflite") for n in names) and any(
+        n.endswith(".savedmodel") for n in names
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_round_trip_after_every_pass(name: str, built) -> None:
+    from mlconv.api import load_model
+
+    run_default_pipeline(load_model(str(built(name))))
+
+
+TRANSLATE = {".onnx": "--import-onnx", ".tflite": "--import-tflite", ".savedmodel": "--import-tf"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["light_squeezenet.onnx", "mlp_external_data.onnx", "keras_cnn.tflite", "keras_cnn.savedmodel"],
+)
+def test_mlconv_opt_parses_what_mlconv_translate_prints(name: str, built, tmp_path: Path) -> None:
+    flag = TRANSLATE[Path(name).suffix]
+    printed = tmp_path / "imported.mlir"
+    translate = subprocess.run(
+        [str(BIN / "mlconv-translate"), flag, str(built(name)), "-o", str(printed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert translate.returncode == 0, translate.stderr
+    assert not MINUS_ONE_DIM.search(printed.read_text())
+    opt = subprocess.run(
+        [str(BIN / "mlconv-opt"), str(printed), "--mlir-print-debuginfo"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert opt.returncode == 0, opt.stderr
+    assert opt.stdout.strip() == printed.read_text().strip()
+
+
+# --- the exporter tests' models (exported_models.py), exported once per session, shared -------
+
+EXPORTED = (
+    _zoo().load_helper("exported_models")
+    if Path(__file__).with_name("exported_models.py").is_file()
+    else None
+)
+
+
+@pytest.fixture(scope="session")
+def export_cache(request, tmp_path_factory):
+    return EXPORTED.export_cache(request, tmp_path_factory)
+
+
+@pytest.mark.parametrize("case", EXPORTED.CASES if EXPORTED else [], ids="-".join)
+def test_exported_model_round_trips_after_every_pass(case, export_cache) -> None:
+    from mlconv.api import load_model
+
+    folder = export_cache(case)
+    run_default_pipeline(load_model(str(EXPORTED.model_file(folder, case[1]))))
