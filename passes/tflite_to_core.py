@@ -14,8 +14,10 @@ and the first locations).
   Exceptions compute the integers as LiteRT's default (XNNPACK) kernels do and return storage
   values: int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (exact integer accumulation, fp32
   requantization, `tflite_patterns/nn.py`) and int8 -> int8 QUANTIZE.
-- Shapes: a dynamic input dim (TFLite's shape signature -1) takes the size TFLite itself runs
-  with, 1, unless `keep-dynamic=true`.
+- Shapes: a dynamic dim (TFLite's shape signature -1, e.g. Keras's `None` batch) stays `?`
+  and is bound per call (`backends/specialize.py`); every core value keeps at least the type
+  the .tflite gives its tensor. `keep-dynamic=false` gives such input dims the size TFLite
+  itself runs with, 1.
 - Locations: every core op is located at its TFLite op's (its first output tensor's name).
 """
 
@@ -124,7 +126,7 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool) -> None:
 @dataclass(frozen=True)
 class TfliteToCorePass(ModulePass):
     name = "tflite-to-core"
-    keep_dynamic: bool = False
+    keep_dynamic: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         missing = unsupported(op)
