@@ -4,6 +4,7 @@ Expand, Size. Reductions are in reduce.py, slicing/padding/scatter/... in indexi
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
@@ -19,6 +20,10 @@ _CONSTANT_ATTRIBUTES = {
 
 @lowering("Constant", 1, 9, 11, 12, 13, 19, 21, 23, 24, 25)
 def constant(op, b):
+    dense = op.attributes.get("value")
+    if isinstance(dense, DenseIntOrFPElementsAttr):  # weights: the same bytes, not a copy
+        constant = ct.ConstantOp.create(attributes={"value": dense}, result_types=[dense.type])
+        return [b.insert(constant).results[0]]
     value = op.onnx_attr("value")
     if value is None:
         for name, dtype in _CONSTANT_ATTRIBUTES.items():
