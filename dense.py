@@ -144,19 +144,42 @@ def _print_without_type(self: DenseIntOrFPElementsAttr, printer) -> None:
     prints one, only to test for a splat (0.8 s per million floats). Large constants are
     tested on their bytes and printed as hex directly; the text is the same as xDSL's."""
     length = len(self)
+    raw = self.data.data
+    size = len(raw) // max(length, 1)
+    splat = raw == raw[:size] * length
+    if _non_finite_floats(self, raw[:size] if splat else raw):
+        # xDSL prints inf/nan as a bare hex integer (`dense<0xFF800000>`), which its parser
+        # reads back as the integer's value (4.29e9): print the bytes as a hex string instead.
+        printer.print_string("dense")
+        with printer.in_angle_brackets():
+            printer.print_string(f'"0x{(raw[:size] if splat else raw).hex().upper()}"')
+        return
     if length <= 100:
         return _xdsl_print_without_type(self, printer)
-    raw = self.data.data
-    size = len(raw) // length
     printer.print_string("dense")
     with printer.in_angle_brackets():
-        if raw == raw[:size] * length:
+        if splat:
             first = DenseIntOrFPElementsAttr(
                 TensorType(self.get_element_type(), [1]), BytesAttr(raw[:size])
             )
             self._print_one_elem(first.get_values()[0], printer)
         else:
             printer.print_string(f'"0x{raw.hex().upper()}"')
+
+
+def _non_finite_floats(attr: DenseIntOrFPElementsAttr, raw: bytes) -> bool:
+    """Whether the float values in `raw` (elements of `attr`'s type) include an inf or a nan."""
+    try:
+        dtype = numpy_dtype(attr.get_element_type())
+    except MlconvError:
+        return False
+    if not (dtype.kind == "f" or dtype.kind == "V" or "float" in dtype.name):
+        return False
+    try:
+        values = np.frombuffer(raw, dtype=dtype).astype(np.float32)
+    except (TypeError, ValueError):
+        return False
+    return not bool(np.isfinite(values).all())
 
 
 _xdsl_print_without_type = DenseIntOrFPElementsAttr.print_without_type

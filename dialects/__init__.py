@@ -30,9 +30,9 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 
 def make_context(*, allow_unregistered: bool = False) -> Context:
     """A context with builtin, func and every mlconv dialect registered (loaded on first use)."""
-    from mlconv.dialects import xdsl_speedups
+    from mlconv.dialects import xdsl_fixes
 
-    xdsl_speedups.apply()
+    xdsl_fixes.apply()
     ctx = Context(allow_unregistered=allow_unregistered)
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
+import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
@@ -194,3 +196,37 @@ def test_exported_model_round_trips_after_every_pass(case, export_cache) -> None
 
     folder = export_cache(case)
     run_default_pipeline(load_model(str(EXPORTED.model_file(folder, case[1]))))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([-np.inf], np.float32),  # printed by xDSL as dense<0xFF800000>, read as 4.29e9
+        np.array([np.inf, np.nan, 1.5], np.float32),
+        np.full(300, -np.inf, np.float32),
+        np.array([np.nan, -0.0], np.float64),
+        np.array([np.inf, 2], np.float16),
+        np.array([-np.inf, 1], ml_dtypes.bfloat16),
+    ],
+    ids=lambda a: f"{a.dtype}x{a.size}",
+)
+def test_non_finite_constants_round_trip(array: np.ndarray) -> None:
+    """-inf masks (attention), nan and inf constants keep their values through the text."""
+    from mlconv.dense import to_numpy
+    from mlconv.dialects import make_context
+    from mlconv.dialects.core_tensor import ConstantOp
+
+    module = ModuleOp([ConstantOp.from_numpy(array)])
+    assert_round_trips(module, "a constant")
+    parsed = Parser(make_context(), print_ir(module)).parse_module()
+    np.testing.assert_array_equal(to_numpy(parsed.body.block.first_op.value), array)
+
+
+def test_hex_float_literals_are_bit_patterns() -> None:
+    """MLIR reads `dense<0xFF800000> : tensor<f32>` as -inf (the bits), not as 4286578688.0."""
+    from mlconv.dense import to_numpy
+    from mlconv.dialects import make_context
+
+    text = '"core.Constant"() {value = dense<[0xFF800000, 0x3FC00000]> : tensor<2xf32>} : () -> tensor<2xf32>'
+    parsed = Parser(make_context(), text).parse_module()
+    np.testing.assert_array_equal(to_numpy(parsed.body.block.first_op.value), [-np.inf, 1.5])
