@@ -99,7 +99,8 @@ class Mlconv:
         start = time.perf_counter()
         lower_to_core(module)
         ctx = make_context()
-        CoreInferShapesPass().apply(ctx, module)
+        shapes = ";".join(f"{k}:" + ",".join(map(str, v.shape)) for k, v in inputs.items())
+        CoreInferShapesPass(input_shapes=shapes).apply(ctx, module)
         CoreToTpuPipeline(device=device if target_passes else "").apply(ctx, module)
         self.passes_s = time.perf_counter() - start
         start = time.perf_counter()
@@ -121,12 +122,13 @@ def time_calls(fn, runs: int) -> list[float]:
     return times
 
 
-def bench_model(name: str, path: str, args: argparse.Namespace) -> dict[str, float]:
+def bench_model(
+    name: str, path: str, args: argparse.Namespace, inputs: dict[str, np.ndarray] | None = None
+) -> dict[str, float]:
     import onnxruntime
     import openvino
 
-    model = onnx.load(path)
-    inputs = input_arrays(model)
+    inputs = inputs or input_arrays(onnx.load(path))
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
@@ -136,7 +138,7 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> dict[str, flo
     compiled = openvino.Core().compile_model(openvino.convert_model(path), "CPU")
     ov_compile_s = time.perf_counter() - start
     request = compiled.create_infer_request()
-    ov_feeds = {compiled.inputs[i].get_any_name(): inputs[n] for i, n in enumerate(feeds)}
+    ov_feeds = {i: feeds[n] for i, n in enumerate(feeds)}
 
     ours = Mlconv(path, args.device, inputs, args.target_passes == "on")
     for got, want in zip(ours.first, expected, strict=True):
@@ -171,8 +173,9 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> dict[str, flo
     }
 
 
-def exported_models(folder: str) -> list[tuple[str, str]]:
-    """(name, path) of test/pytest/exported_models.py's models written as ONNX, if present."""
+def exported_models(folder: str, names: str) -> list[tuple[str, str, dict[str, np.ndarray]]]:
+    """(name, path, batch-1 inputs) of test/pytest/exported_models.py's PyTorch models, exported
+    with TorchScript (opset 17), if that module and torch are present."""
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "pytest")
     sys.path.insert(0, here)
     try:
@@ -180,21 +183,20 @@ def exported_models(folder: str) -> list[tuple[str, str]]:
     except ImportError as error:
         print(f"(no exported PyTorch models: {error})")
         return []
-    builders = getattr(exported_models, "BENCHMARK_MODELS", None) or getattr(
-        exported_models, "MODELS", {}
-    )
-    paths = []
-    for name, build in dict(builders).items():
+    cases = []
+    for name, spec in exported_models.MODELS.items():
+        if spec.framework != "torch" or (names and name not in names.split(",")):
+            continue
         path = os.path.join(folder, f"{name}.onnx")
         try:
-            build(path)
-        except Exception as error:  # a builder that needs a missing package
+            exported_models.write_onnx(name, "torchscript", path)
+        except Exception as error:  # noqa: BLE001 - a builder that needs a missing package
             print(
                 f"(skipping {name}: {str(error).splitlines()[0] if str(error) else type(error).__name__})"
             )
             continue
-        paths.append((name, path))
-    return paths
+        cases.append((name, path, dict(zip(spec.names, spec.inputs(1, 0), strict=True))))
+    return cases
 
 
 def main() -> None:
@@ -203,7 +205,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=5, help="calls per runtime per round")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--exported", action="store_true", help="also the exported PyTorch models")
+    parser.add_argument(
+        "--exported",
+        nargs="?",
+        const="",
+        default=None,
+        help="also the exported PyTorch models (optionally a comma-separated subset)",
+    )
     parser.add_argument(
         "--target-passes", choices=("on", "off"), default="on", help="tpu-level target passes"
     )
@@ -214,9 +222,9 @@ def main() -> None:
         for name in [m for m in args.models.split(",") if m]:
             path = os.path.join(folder, f"{name}.onnx")
             onnx.save(randomize(onnx.load(light_path(name))), path)
-            cases.append((name, path))
-        if args.exported:
-            cases += exported_models(folder)
+            cases.append((name, path, None))
+        if args.exported is not None:
+            cases += exported_models(folder, args.exported)
 
         header = f"{'model':<16}{'mlconv/ort':>11}{'ov/ort':>8}{'import s':>10}{'passes s':>10}{'xla s':>8}{'total s':>9}{'ov s':>7}{'ml/ov':>7}"
         print(
@@ -224,8 +232,8 @@ def main() -> None:
         )
         print(header)
         rows = []
-        for name, path in cases:
-            row = bench_model(name, path, args)
+        for name, path, inputs in cases:
+            row = bench_model(name, path, args, inputs)
             rows.append(row)
             total = row["import_s"] + row["passes_s"] + row["xla_s"]
             print(
