@@ -115,17 +115,24 @@ def _layers(model):
             yield layer
 
 
-def center_head(model, inputs: Sequence[np.ndarray]) -> None:
+def center_head(model, inputs: Sequence[np.ndarray], spread: float | None = None) -> None:
     """The last Dense layer's bias set to -mean(its input over `inputs`) @ kernel: the part of
     the logits every input shares (pooled ReLU features are positive on average) is removed,
-    so what is left moves with the input, as a trained classifier's logits do."""
+    so what is left moves with the input, as a trained classifier's logits do. With `spread`,
+    kernel and bias are scaled so the logits' standard deviation on `inputs` is `spread` (a
+    softmax after them is then not nearly uniform)."""
     import keras
 
     dense = [layer for layer in _layers(model) if isinstance(layer, keras.layers.Dense)][-1]
     features = keras.Model(model.inputs, dense.input)
-    mean = np.asarray(features(*[np.asarray(x, np.float32) for x in inputs])).mean(0)
+    seen = np.asarray(features(*[np.asarray(x, np.float32) for x in inputs]))
+    seen = seen.reshape(-1, seen.shape[-1])
     kernel, _ = dense.get_weights()
-    dense.set_weights([kernel, (-mean @ kernel).astype(np.float32)])
+    bias = -seen.mean(0) @ kernel
+    if spread is not None:
+        factor = spread / float((seen @ kernel + bias).std())
+        kernel, bias = kernel * factor, bias * factor
+    dense.set_weights([kernel.astype(np.float32), bias.astype(np.float32)])
 
 
 # --- ONNX models whose weights are constant fills (the onnx wheel's light models) -------------
