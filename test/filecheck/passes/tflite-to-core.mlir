@@ -49,3 +49,30 @@ func.func @main(%x: tensor<?x4x4x3xf32>) -> tensor<?x6x6x3xf32> {
   %y = "tflite.BATCH_TO_SPACE_ND"(%s, %block, %crops) {version = 1 : i32} : (tensor<?x4x4x3xf32>, tensor<2xi32>, tensor<2x2xi32>) -> tensor<?x6x6x3xf32>
   func.return %y : tensor<?x6x6x3xf32>
 }
+
+// -----
+
+// A dynamic batch stays `?`: Keras's Flatten as SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE
+// reshapes to a computed shape, whose value is evaluated with probe sizes for the batch, so
+// the result is `?x32` (the file says `?x?`); PAD keeps the batch dynamic and its other dims.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%{{.*}}: tensor<?x2x2x8xf32>) -> tensor<?x4xf32>
+// CHECK:         %[[SHAPE:.*]] = "core.ShapeOf"
+// CHECK:         %[[FLAT:.*]] = "core.Reshape"(%{{.*}}, %{{.*}}) : (tensor<?x2x2x8xf32>, tensor<2xi64>) -> tensor<?x32xf32>
+// CHECK:         "core.MatMul"(%[[FLAT]], %{{.*}}) {{.*}} -> tensor<?x4xf32>
+// CHECK:         "core.Pad"({{.*}}) {{.*}} -> tensor<?x6xf32>
+func.func @main(%x: tensor<?x2x2x8xf32>) -> tensor<?x4xf32> {
+  %s = "tflite.SHAPE"(%x) {out_type = "INT32", version = 1 : i32} : (tensor<?x2x2x8xf32>) -> tensor<4xi32>
+  %b0 = "tflite.CONST"() {value = dense<0> : tensor<1xi32>} : () -> tensor<1xi32>
+  %b1 = "tflite.CONST"() {value = dense<1> : tensor<1xi32>} : () -> tensor<1xi32>
+  %n = "tflite.STRIDED_SLICE"(%s, %b0, %b1, %b1) {begin_mask = 0 : i32, end_mask = 0 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 1 : i32, offset = false, version = 1 : i32} : (tensor<4xi32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<i32>
+  %m1 = "tflite.CONST"() {value = dense<-1> : tensor<i32>} : () -> tensor<i32>
+  %shape = "tflite.PACK"(%n, %m1) {values_count = 2 : i32, axis = 0 : i32, version = 1 : i32} : (tensor<i32>, tensor<i32>) -> tensor<2xi32>
+  %flat = "tflite.RESHAPE"(%x, %shape) {version = 1 : i32} : (tensor<?x2x2x8xf32>, tensor<2xi32>) -> tensor<?x?xf32>
+  %w = "tflite.CONST"() {value = dense<0.5> : tensor<4x32xf32>} : () -> tensor<4x32xf32>
+  %none = "tflite.NO_VALUE"() : () -> none
+  %y = "tflite.FULLY_CONNECTED"(%flat, %w, %none) {fused_activation_function = "NONE", weights_format = "DEFAULT", keep_num_dims = false, asymmetric_quantize_inputs = false, version = 1 : i32} : (tensor<?x?xf32>, tensor<4x32xf32>, none) -> tensor<?x4xf32>
+  %pads = "tflite.CONST"() {value = dense<[[0, 0], [1, 1]]> : tensor<2x2xi32>} : () -> tensor<2x2xi32>
+  %p = "tflite.PAD"(%y, %pads) {version = 1 : i32} : (tensor<?x4xf32>, tensor<2x2xi32>) -> tensor<?x?xf32>
+  func.return %y : tensor<?x4xf32>
+}
