@@ -1,12 +1,17 @@
 """TFLite: import, op versions against TensorFlow's, round trip through LiteRT, errors.
 
 Keras models are built in the test with fixed seeds and converted once per module (float and
-full-integer int8); the .tflite files are cached under a pytest tmp dir.
+full-integer int8); the .tflite files are cached under a pytest tmp dir. The round trip must
+compute exactly what the original file does, on an input that matters: a second input moves the
+original's outputs (`sensitivity.py`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +27,19 @@ from mlconv.errors import FrontendError, PassFailure  # noqa: E402
 from mlconv.frontends.tflite_importer import import_tflite  # noqa: E402
 from mlconv.passes.tflite_check_runtime import TfliteCheckRuntimePass  # noqa: E402
 from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass  # noqa: E402
+
+
+def _helper(name: str):
+    """A helper module beside this file (pytest imports tests with --import-mode=importlib)."""
+    key = f"mlconv_test_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
+
+
+sensitivity = _helper("sensitivity")
 
 
 def _conv_model():
@@ -123,8 +141,11 @@ def test_round_trip_in_litert(models, name, tmp_path):
     out = tmp_path / "round_trip.tflite"
     write_tflite(module, out)
     shape = litert.Interpreter(model_path=str(models[name])).get_input_details()[0]["shape"]
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    for a, b in zip(_run(models[name], x), _run(out, x), strict=True):
+    x, other = (np.random.default_rng(s).standard_normal(shape).astype(np.float32) for s in (0, 1))
+    expected = _run(models[name], x)
+    # Equality is the test; any input dependence well above float rounding will do.
+    sensitivity.assert_input_sensitive(expected, _run(models[name], other), rtol=1e-6, what=name)
+    for a, b in zip(expected, _run(out, x), strict=True):
         np.testing.assert_array_equal(a, b)
     assert str(import_tflite(out)) == str(module)
     data = out.read_bytes()
