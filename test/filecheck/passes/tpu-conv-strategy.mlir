@@ -1,5 +1,8 @@
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-conv-strategy{device=cpu})' --split-input-file | filecheck %s
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-conv-strategy{device=gpu})' --split-input-file | filecheck %s --check-prefix=GPU
+// RUN: not mlconv-opt %s -p 'tpu-conv-strategy{device=npu}' 2>&1 | filecheck %s --check-prefix=BAD
+
+// BAD: error: tpu-conv-strategy: unknown device 'npu' (expected cpu, gpu or tpu)
 
 // Depthwise 3x3 (groups = channels): shifted multiply-adds in NHWC, one strided slice of the
 // padded input per tap; no convolution is left.
