@@ -44,15 +44,16 @@ func.func @integers() -> (tensor<1xi64>, tensor<2xi1>) {
 // -----
 
 // Flatten's shape subgraph (ShapeOf -> Gather -> Concat -> Reshape) starts at ShapeOf: kept by
-// default, so the function still works for any batch once the input is dynamic again; folded
-// into a constant target shape with static-shape=true.
+// default, so the function still works for any batch once the input is dynamic again (its
+// result type is still refined from the shape's known entries); folded into a constant target
+// shape with static-shape=true.
 // CHECK-LABEL: func.func @shape_subgraph
 // CHECK-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>)
 // CHECK:         %[[SHAPE:.*]] = "core.ShapeOf"(%[[X]]) : (tensor<2x3x4xf32>) -> tensor<3xi64>
 // CHECK:         %[[DIM:.*]] = "core.Gather"(%[[SHAPE]], %{{.*}}, %{{.*}})
 // CHECK:         %[[TARGET:.*]] = "core.Concat"(%[[DIM]], %{{.*}}) {axis = 0 : i64}
-// CHECK:         %[[R:.*]] = "core.Reshape"(%[[X]], %[[TARGET]]) : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
-// CHECK:         func.return %[[R]] : tensor<?x?xf32>
+// CHECK:         %[[R:.*]] = "core.Reshape"(%[[X]], %[[TARGET]]) : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<2x12xf32>
+// CHECK:         func.return %[[R]] : tensor<2x12xf32>
 
 // STATIC-LABEL: func.func @shape_subgraph
 // STATIC-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>)
