@@ -91,14 +91,12 @@ def bind_inputs(
     if named:
         if args:
             raise InputError("pass inputs either positionally or by name, not both")
-        unknown = [n for n in named if n not in names]
-        if unknown:
-            raise InputError(
-                f"unknown input(s) {', '.join(map(repr, unknown))} (the model's inputs: {', '.join(names)})"
-            )
         missing = [n for n in names if n not in named]
-        if missing:
-            raise InputError(f"missing input(s): {', '.join(map(repr, missing))}")
+        unknown = [n for n in named if n not in names]
+        if missing or unknown:
+            parts = [f"missing inputs: {', '.join(missing)}"] if missing else []
+            parts += [f"unknown inputs: {', '.join(unknown)}"] if unknown else []
+            raise InputError("; ".join(parts) + f" (the model's inputs: {', '.join(names)})")
         args = [named[n] for n in names]
     if len(args) != len(specs):
         raise InputError(f"expected {len(specs)} input(s) ({', '.join(names)}), got {len(args)}")

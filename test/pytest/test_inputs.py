@@ -84,9 +84,13 @@ def dynamic_run():
         (
             (),
             {"x": np.zeros((2, 4), np.float32), "idz": np.zeros(2, np.int64)},
-            "unknown input(s) 'idz'",
+            "missing inputs: ids; unknown inputs: idz (the model's inputs: x, ids)",
         ),
-        ((), {"x": np.zeros((2, 4), np.float32)}, "missing input(s): 'ids'"),
+        (
+            (),
+            {"x": np.zeros((2, 4), np.float32)},
+            "missing inputs: ids (the model's inputs: x, ids)",
+        ),
     ],
 )
 def test_inputs_contradicting_the_model_are_one_line(which, args, named, message, request) -> None:
