@@ -99,7 +99,7 @@ def _update_signatures(module: ModuleOp) -> None:
             update_signature(function)
 
 
-def _bind_dynamic_dims(main: func.FuncOp) -> str:
+def bind_dynamic_dims(main: func.FuncOp) -> str:
     """input-shapes binding each dynamic dim of @main's inputs to 1 ("" when all are static)."""
     from mlconv.passes.core_to_tpu import input_name
 
@@ -127,7 +127,7 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
     if value_inputs(main):
         return []  # compiled per call, at the values of the inputs that decide shapes
     try:
-        CoreInferShapesPass(input_shapes=_bind_dynamic_dims(main)).apply(ctx, module)
+        CoreInferShapesPass(input_shapes=bind_dynamic_dims(main)).apply(ctx, module)
         CoreFoldConstantsPass(static_shape=True).apply(ctx, module)
         CoreFusePass().apply(ctx, module)
         check_static_inputs(main)

@@ -107,18 +107,10 @@ def default_passes(dialect: str, input_shapes: str):
 
 def batch_one(module: ModuleOp) -> str:
     """input-shapes binding each dynamic dim of @main's inputs to 1."""
-    from xdsl.dialects.builtin import TensorType
-
     from mlconv.backends.jax_backend import _find_main
-    from mlconv.passes.core_to_tpu import input_name
+    from mlconv.passes.dry_run import bind_dynamic_dims
 
-    main = _find_main(module)
-    specs = []
-    for index, arg in enumerate(main.body.block.args):
-        if isinstance(arg.type, TensorType) and any(d < 0 for d in arg.type.get_shape()):
-            dims = ",".join("1" if d < 0 else str(d) for d in arg.type.get_shape())
-            specs.append(f"{input_name(main, index)}:{dims}")
-    return ";".join(specs)
+    return bind_dynamic_dims(_find_main(module))
 
 
 @pytest.fixture(scope="module")
