@@ -42,26 +42,33 @@ def relative_change(first, second) -> float:
 
 
 def assert_input_sensitive(
-    first, second, *, rtol: float | None = None, atol: float | None = None, what: str = ""
+    first,
+    second,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    what: str = "",
+    factor: float = FACTOR,
 ) -> float:
-    """The reference outputs on two different inputs differ by at least FACTOR times the test's
-    tolerance: `rtol` relative to the largest |output| (max |a - b| / max |a|), or `atol` in the
-    outputs' own units (quantization steps for integer outputs). Returns the change measured."""
+    """The reference outputs on two different inputs differ by at least `factor` (FACTOR unless
+    a test says why not) times the test's tolerance: `rtol` relative to the largest |output|
+    (max |a - b| / max |a|), or `atol` in the outputs' own units (quantization steps for integer
+    outputs). Returns the change measured."""
     assert (rtol is None) != (atol is None), "give the test's rtol or its atol"
     if rtol is not None:
         change = relative_change(first, second)
-        bar = FACTOR * rtol
+        bar = factor * rtol
         unit = "of the largest |output|"
     else:
         change = max(
             float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max(initial=0))
             for a, b in zip(_arrays(first), _arrays(second), strict=True)
         )
-        bar = FACTOR * atol
+        bar = factor * atol
         unit = "(absolute)"
     assert change >= bar, (
         f"{what}: the reference hardly depends on its input: another input moves it by "
-        f"{change:.3g} {unit}, below {FACTOR:g} x the tolerance ({bar:.3g}); the comparison "
+        f"{change:.3g} {unit}, below {factor:g} x the tolerance ({bar:.3g}); the comparison "
         "would pass whatever the compiler did with the input"
     )
     return change

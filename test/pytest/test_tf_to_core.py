@@ -1,16 +1,23 @@
 """tf-to-core and core-layout-nchw on Keras models built here with fixed seeds, compared with
 TensorFlow's own output (issue 4's bar: max |diff| <= 1e-4 * max |reference|).
 
-The Keras applications are built with weights=None and random BatchNormalization statistics at
-64x64. Building and saving ResNet50 takes TensorFlow ~25 s, so the SavedModels are kept in
-pytest's cache folder (`.pytest_cache/d/mlconv-keras-savedmodels`) between runs.
+The Keras applications are built with weights=None at 64x64, and every BatchNormalization's
+moving statistics are those of the activations it sees on other random inputs
+(`sensitivity.calibrate_batch_norms`): with random statistics the output hardly depends on the
+input, and a dropped input or transpose went unnoticed. Each test first checks that a second
+input moves TensorFlow's output by at least 100x the tolerance. Building and saving ResNet50
+takes TensorFlow ~25 s, so the SavedModels are kept in pytest's cache folder
+(`.pytest_cache/d/mlconv-keras-savedmodels`) between runs.
 """
 
 from __future__ import annotations
 
 import collections
+import importlib.util
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,26 +33,23 @@ from mlconv.frontends.tf_importer import import_tf  # noqa: E402
 from mlconv.passes.core_layout_nchw import CoreLayoutNchwPass, count_transposes  # noqa: E402
 from mlconv.passes.tf_to_core import TfToCorePass  # noqa: E402
 
+
+def _helper(name: str):
+    """A helper module beside this file (pytest imports tests with --import-mode=importlib)."""
+    key = f"mlconv_test_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
+
+
+sensitivity = _helper("sensitivity")
+
 SIZE = 64
+RTOL = 1e-4
 # Bump when a model builder changes, so cached SavedModels are rebuilt.
-CACHE_VERSION = "1"
-
-
-def randomize_batch_norms(model: keras.Model, seed: int) -> None:
-    """Non-trivial moving statistics, so a wrong batch-norm lowering cannot hide."""
-    rng = np.random.default_rng(seed)
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            weights = layer.get_weights()
-            shape = weights[-1].shape
-            values = {
-                "gamma": rng.uniform(0.5, 1.5, shape),
-                "beta": rng.normal(0, 0.1, shape),
-                "moving_mean": rng.normal(0, 0.5, shape),
-                "moving_variance": rng.uniform(0.5, 2.0, shape),
-            }
-            names = [w.path.split("/")[-1] for w in layer.weights]
-            layer.set_weights([values[n].astype(np.float32) for n in names])
+CACHE_VERSION = "2"
 
 
 def transformer() -> keras.Model:
@@ -91,6 +95,11 @@ MODELS = {
 }
 
 
+# Its softmax over 5 classes of pooled sigmoids was nearly uniform (a second input moved it by
+# 0.9% of its largest value): its logits are centred and spread (std 3 on the calibration batch).
+SPREAD_HEADS = {"conv_bn_relu_pool"}
+
+
 def save(model: keras.Model, shape, folder) -> None:
     class Serving(tf.Module):
         def __init__(self):
@@ -110,7 +119,8 @@ def save(model: keras.Model, shape, folder) -> None:
 @pytest.fixture(scope="session")
 def saved_model(request, tmp_path_factory):
     """name -> (SavedModel folder, input, TensorFlow's output), built once per cache (or once
-    per worker under -p no:cacheprovider, as CI runs)."""
+    per worker under -p no:cacheprovider, as CI runs). TensorFlow's output on a second input
+    must differ from it by 100x the tolerance at least."""
     cache = getattr(request.config, "cache", None)
     if cache is not None:
         root = cache.mkdir(f"mlconv-keras-savedmodels-v{CACHE_VERSION}")
@@ -125,7 +135,10 @@ def saved_model(request, tmp_path_factory):
             if not (folder / "saved_model.pb").is_file():
                 keras.utils.set_random_seed(0)
                 model = build()
-                randomize_batch_norms(model, seed=0)
+                calibration = np.random.default_rng(2).standard_normal([8, *shape[1:]])
+                sensitivity.calibrate_batch_norms(model, [calibration], seed=0)
+                if name in SPREAD_HEADS:
+                    sensitivity.center_head(model, [calibration], spread=3.0)
                 # Save beside, then rename: another xdist worker may build the same model.
                 staging = root / f"{name}.{os.getpid()}"
                 save(model, shape, staging)
@@ -133,9 +146,14 @@ def saved_model(request, tmp_path_factory):
                     os.rename(staging, folder)
                 except OSError:
                     shutil.rmtree(staging, ignore_errors=True)
-            image = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+            image, other = (
+                np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+                for seed in (1, 3)
+            )
             serve = tf.saved_model.load(str(folder)).signatures["serving_default"]
             reference = serve(tf.constant(image))["output"].numpy()
+            moved = serve(tf.constant(other))["output"].numpy()
+            sensitivity.assert_input_sensitive(reference, moved, rtol=RTOL, what=name)
             built[name] = (str(folder), image, reference)
         return built[name]
 
@@ -145,7 +163,7 @@ def saved_model(request, tmp_path_factory):
 def assert_close(actual: np.ndarray, reference: np.ndarray) -> float:
     assert actual.shape == reference.shape
     relative = float(np.abs(actual - reference).max() / np.abs(reference).max())
-    assert relative <= 1e-4, f"max |diff| is {relative:.2e} of max |reference|"
+    assert relative <= RTOL, f"max |diff| is {relative:.2e} of max |reference|"
     return relative
 
 
