@@ -75,17 +75,6 @@ def test_every_default_domain_op_has_a_class():
     assert onnx_dialect.YieldOp in dialect_ops
 
 
-def test_generation_is_fast():
-    best = min(_timed(onnx_dialect._generate) for _ in range(3))
-    assert best < 0.3, f"generating the onnx dialect took {best:.3f} s"
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def test_since_version():
     assert onnx_dialect.since_version("Conv", 17) == 11
     assert onnx_dialect.since_version("Reshape", 4) == 1
