@@ -125,7 +125,7 @@ class SpecializingModule:
     def _specialize(self, arrays: list[np.ndarray]) -> CompiledModule:
         from mlconv.dialects import make_context
         from mlconv.passes.core_infer_shapes import update_signature
-        from mlconv.passes.pipelines import CoreToTpuPipeline
+        from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
         module = self.module.clone()
         main = _find_main(module)
@@ -151,7 +151,7 @@ class SpecializingModule:
         main.function_type = func.FunctionType.from_lists(
             [a.type for a in block.args], list(main.function_type.outputs)
         )
-        CoreToTpuPipeline().apply(make_context(), module)
+        CoreToTpuPipeline(device=target_device(self.device)).apply(make_context(), module)
         return compile_module(module, self.device)
 
 
