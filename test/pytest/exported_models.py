@@ -26,9 +26,11 @@ Tests and tools load this file by its path (pytest imports tests with --import-m
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import importlib.util
+import io
 import os
 import shutil
 import sys
@@ -420,7 +422,9 @@ class ExportCache:
         if spec.framework == "torch":
             _export_torch(model, spec, exporter, written)
         else:
-            _export_keras(model, exporter, written)
+            # Keras prints the whole signature of what it saves (hundreds of lines).
+            with contextlib.redirect_stdout(io.StringIO()):
+                _export_keras(model, exporter, written)
 
         def reference(inputs):
             if exporter == "tflite":
