@@ -275,13 +275,24 @@ def load_converter_options(text: str | None = None, path: str | None = None):
 
 def generate(out_dir: str) -> Path:
     """Run protoc (grpcio-tools) on the schema; returns the generated module's path."""
-    try:
-        from grpc_tools import protoc
-    except ImportError:
-        raise OptionError("regenerating needs grpcio-tools (pip install grpcio-tools)") from None
-    status = protoc.main(["protoc", f"-I{PROTO.parent}", f"--python_out={out_dir}", PROTO.name])
-    if status != 0:
-        raise OptionError(f"protoc failed on {PROTO} (status {status})")
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("grpc_tools") is None:
+        raise OptionError("regenerating needs grpcio-tools (pip install grpcio-tools)")
+    # protoc runs in its own process: its native module crashes inside a process that has
+    # TensorFlow's or torch's copies of protobuf loaded.
+    command = [
+        sys.executable,
+        "-m",
+        "grpc_tools.protoc",
+        f"-I{PROTO.parent}",
+        f"--python_out={out_dir}",
+        PROTO.name,
+    ]
+    status = subprocess.run(command, capture_output=True, text=True)
+    if status.returncode != 0:
+        raise OptionError(f"protoc failed on {PROTO}: {status.stderr.strip().splitlines()[-1:]}")
     return Path(out_dir) / GENERATED.name
 
 
