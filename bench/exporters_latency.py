@@ -15,7 +15,6 @@ ratio. Timings on a shared machine swing between runs: compare ratios, not absol
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -28,12 +27,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def _exported_models():
-    path = Path(__file__).resolve().parent.parent / "test" / "pytest" / "exported_models.py"
-    spec = importlib.util.spec_from_file_location("mlconv_test_exported_models", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "pytest"))
+    import exported_models  # type: ignore[import-not-found]
+
+    return exported_models
 
 
 def _runtime(exporter: str, path: Path):

@@ -20,8 +20,8 @@ SavedModel, LiteRT for .tflite), and the output on a second input of the first b
 cache under an exclusive lock per (model, exporter), so xdist workers wait for one export instead
 of each making their own, and written to a temporary name then renamed.
 
-Tests and tools load this file by its path (pytest imports tests with --import-mode=importlib):
-`load_helper("exported_models")`.
+Tests import it as `import exported_models` (conftest.py puts this folder on sys.path); tools in
+bench/ put the folder on sys.path themselves.
 """
 
 from __future__ import annotations
@@ -29,11 +29,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import importlib.util
 import io
 import os
 import shutil
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,17 +45,6 @@ BATCHES = (1, 3)
 # Token models also change their sequence length between the two calls.
 SEQUENCE = {1: 8, 3: 12}
 RTOL, ATOL = 1e-3, 1e-4
-
-
-def load_helper(name: str):
-    """A helper module beside this file, imported once by its path."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
 
 
 @dataclass(frozen=True)
@@ -215,7 +202,8 @@ def _logits(model, keywords: tuple[str, ...] = (), **options):
 
 
 def _keras_calibrated(model, seed: int):
-    sensitivity = load_helper("sensitivity")
+    import sensitivity
+
     shape = (8, *model.inputs[0].shape[1:])
     calibration = [np.random.default_rng(seed + 100).standard_normal(shape).astype(np.float32)]
     sensitivity.calibrate_batch_norms(model, calibration, seed)
@@ -467,9 +455,10 @@ def references(folder: Path) -> dict[int, tuple[list[np.ndarray], np.ndarray]]:
 def check_matches_source(folder: Path, exporter: str) -> None:
     """One `mlconv.compile` of the exported file, run at every batch size of `BATCHES`, matches
     the source framework; the reference first shows that it moves with the input."""
+    import sensitivity
+
     import mlconv
 
-    sensitivity = load_helper("sensitivity")
     refs = references(folder)
     sensitivity.assert_input_sensitive(
         refs[BATCHES[0]][1], refs[-1][1], rtol=RTOL, what=str(folder)

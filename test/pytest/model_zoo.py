@@ -7,14 +7,11 @@
 
 Builders use fixed seeds and no network. The exporter tests' models (exported_models.py,
 with its own export cache shared across xdist workers) are read by test_round_trip.py from
-that module directly. pytest runs with --import-mode=importlib: helpers are loaded by path
-(`load_helper`).
+that module directly (conftest.py puts this folder on sys.path).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,17 +29,6 @@ def register(name: str) -> Callable[[Builder], Builder]:
         return builder
 
     return decorate
-
-
-def load_helper(name: str):
-    """A helper module beside this file (test/pytest/NAME.py), imported once by its path."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
 
 
 def all_models() -> dict[str, Builder]:

@@ -10,8 +10,7 @@ least `FACTOR` times the test's tolerance.
 statistics become the mean and variance of the activations it really sees on a batch of other
 random inputs, with random scales and offsets, so every layer passes on a signal of unit size.
 
-pytest imports test modules with --import-mode=importlib (this folder is not on sys.path): they
-load this file by its path, as test_api.py loads numerics.py.
+Test modules import it as `import sensitivity` (conftest.py puts this folder on sys.path).
 """
 
 from __future__ import annotations

@@ -11,34 +11,19 @@ files stay import tests (test_onnx_frontend.py, test_round_trip.py)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from pathlib import Path
 
+import numerics  # noqa: E402 - a module beside this one (conftest.py)
 import numpy as np
 import onnx
 import pytest
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper
 
 import mlconv
 from mlconv.errors import MlconvError
 
-
-def _helper(name: str):
-    """A helper module beside this file (pytest runs with --import-mode=importlib: no sys.path
-    entry), e.g. test/pytest/numerics.py."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
-
-
-numerics = _helper("numerics")
-sensitivity = _helper("sensitivity")
 # Light models: max |diff| within RTOL of each output's largest |value|.
 RTOL = 1e-4
 LIGHT = sorted(p.stem for p in numerics.LIGHT_MODELS.glob("light_*.onnx"))

@@ -10,10 +10,7 @@ another input has been shown to differ by 100x the tolerance at least.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,16 +21,8 @@ pytest.importorskip("tf2onnx")
 pytest.importorskip("ai_edge_litert.interpreter")
 
 
-def _helper(name: str):
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        sys.modules[key] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[key])
-    return sys.modules[key]
+import exported_models  # noqa: E402 - a module beside this one (conftest.py)
 
-
-exported_models = _helper("exported_models")
 CASES = [c for c in exported_models.CASES if exported_models.MODELS[c[0]].framework == "keras"]
 
 

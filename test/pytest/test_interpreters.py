@@ -4,8 +4,7 @@ location (what `--check-numerics` reads to name the first op that differs), one-
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +21,7 @@ HERE = Path(__file__).parent
 CONTROL_FLOW = HERE.parent / "filecheck" / "passes" / "core-to-tpu" / "control-flow.mlir"
 
 
-def _helper(file: str):
-    name = f"mlconv_test_{Path(file).stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-numerics = _helper("numerics.py")
+import numerics  # noqa: E402 - a module beside this one (conftest.py)
 
 
 def parse(text: str):
@@ -66,7 +55,7 @@ def test_control_flow_matches_the_compiled_program(index: int) -> None:
 
 
 def _convnet_levels():
-    pass_numerics = _helper("test_pass_numerics.py")
+    pass_numerics = importlib.import_module("test_pass_numerics")
     proto = pass_numerics.convnet()
     onnx_module = import_onnx(proto)
     core = numerics.apply_passes(onnx_module, "onnx-normalize,onnx-decompose,onnx-to-core")
@@ -104,7 +93,7 @@ def test_every_result_is_kept_by_location() -> None:
 def test_dynamic_dims_take_the_input_shape() -> None:
     """A core module with a dynamic batch runs at the batch of its input: each sample as if
     alone."""
-    pass_numerics = _helper("test_pass_numerics.py")
+    pass_numerics = importlib.import_module("test_pass_numerics")
     module = import_onnx(pass_numerics.convnet_any_batch())
     core = numerics.apply_passes(module, "onnx-normalize,onnx-decompose,onnx-to-core")
     batch = np.random.default_rng(4).standard_normal((3, 3, 16, 16)).astype(np.float32)

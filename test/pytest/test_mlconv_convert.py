@@ -7,16 +7,15 @@ reference moves with the input (`sensitivity.assert_input_sensitive`).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
@@ -28,18 +27,6 @@ from mlconv.tools.converter_options import (
     parse_converter_options,
 )
 from mlconv.tools.mlconv_convert import convert
-
-
-def _helper(name: str):
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        sys.modules[key] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[key])
-    return sys.modules[key]
-
-
-sensitivity = _helper("sensitivity")
 
 # The seed's own example (its docker command line), with the batching block that a later
 # version supports; see test_batch_options_are_refused_until_supported.

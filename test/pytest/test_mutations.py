@@ -17,7 +17,7 @@ run in one pytest subprocess with the mutation loaded as a plugin.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import subprocess
 import sys
@@ -30,22 +30,11 @@ import pytest
 HERE = Path(__file__).parent
 
 
-def _helper(file: str):
-    """A module of this folder (pytest runs with --import-mode=importlib)."""
-    name = f"mlconv_test_{Path(file).stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.fixture
 def pass_numerics():
     """test_pass_numerics.py with its IR caches emptied before and after (a mutated pass
     must not leave its output behind for other tests)."""
-    module = _helper("test_pass_numerics.py")
+    module = importlib.import_module("test_pass_numerics")
     module._CASES.clear()
     module._TF_STAGES.clear()
     yield module
@@ -144,7 +133,7 @@ def test_convolution_padding_off_by_one(monkeypatch, pass_numerics) -> None:
 def keras_model(tmp_path_factory):
     """test_pass_numerics's Keras CNN (SavedModel, .tflite, inputs)."""
     pytest.importorskip("tensorflow")
-    return _helper("test_pass_numerics.py").keras_model.__wrapped__(tmp_path_factory)
+    return importlib.import_module("test_pass_numerics").keras_model.__wrapped__(tmp_path_factory)
 
 
 # --- in a subprocess: model tests through mlconv.compile ----------------------------------------

@@ -19,32 +19,15 @@ core-layout-nchw and tflite-to-core).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import numerics  # noqa: E402 - a module beside this one (conftest.py)
 import numpy as np
 import onnx
 import onnx.helper as oh
 import onnx.numpy_helper
 import pytest
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 
 from mlconv.frontends.onnx_importer import import_onnx
-
-
-def _helper(file: str):
-    """A helper module of this folder (pytest runs with --import-mode=importlib)."""
-    name = f"mlconv_test_{Path(file).stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-numerics = _helper("numerics.py")
-sensitivity = _helper("sensitivity.py")
 
 # Tolerance relative to the largest |output|: both sides compute the same math in float32,
 # in a different order where a pass rewrites (folded batch norms, fused convolutions).

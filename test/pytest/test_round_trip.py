@@ -10,7 +10,7 @@ input dim bound to 1 as a call of batch 1 would.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import io
 import re
 import subprocess
@@ -18,26 +18,14 @@ import sys
 from pathlib import Path
 
 import ml_dtypes
+import model_zoo  # noqa: E402 - a module beside this one (conftest.py)
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-
-def _zoo():
-    name = "mlconv_test_model_zoo"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("model_zoo.py")
-        )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-MODELS = _zoo().all_models()
+MODELS = model_zoo.all_models()
 BIN = Path(sys.executable).parent
 # A -1 dimension in a printed shape: `tensor<-1x...`, `x-1x`, `x-1xf32>`.
 MINUS_ONE_DIM = re.compile(r"(?:<|x)-1x")
@@ -171,7 +159,7 @@ def test_mlconv_opt_parses_what_mlconv_translate_prints(name: str, built, tmp_pa
 # --- the exporter tests' models (exported_models.py), exported once per session, shared -------
 
 EXPORTED = (
-    _zoo().load_helper("exported_models")
+    importlib.import_module("exported_models")
     if Path(__file__).with_name("exported_models.py").is_file()
     else None
 )

@@ -13,11 +13,8 @@ takes TensorFlow ~25 s, so the SavedModels are kept in pytest's cache folder
 from __future__ import annotations
 
 import collections
-import importlib.util
 import os
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,25 +23,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+
 import mlconv  # noqa: E402
 from mlconv.dialects import make_context  # noqa: E402
 from mlconv.errors import PassFailure  # noqa: E402
 from mlconv.frontends.tf_importer import import_tf  # noqa: E402
 from mlconv.passes.core_layout_nchw import CoreLayoutNchwPass, count_transposes  # noqa: E402
 from mlconv.passes.tf_to_core import TfToCorePass  # noqa: E402
-
-
-def _helper(name: str):
-    """A helper module beside this file (pytest imports tests with --import-mode=importlib)."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        sys.modules[key] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[key])
-    return sys.modules[key]
-
-
-sensitivity = _helper("sensitivity")
 
 SIZE = 64
 RTOL = 1e-4

@@ -8,10 +8,7 @@ original's outputs (`sensitivity.py`).
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,25 +18,14 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+
 from mlconv.backends.tflite_writer import write_tflite  # noqa: E402
 from mlconv.dialects.tflite import TFLiteOperation  # noqa: E402
 from mlconv.errors import FrontendError, PassFailure  # noqa: E402
 from mlconv.frontends.tflite_importer import import_tflite  # noqa: E402
 from mlconv.passes.tflite_check_runtime import TfliteCheckRuntimePass  # noqa: E402
 from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass  # noqa: E402
-
-
-def _helper(name: str):
-    """A helper module beside this file (pytest imports tests with --import-mode=importlib)."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        sys.modules[key] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[key])
-    return sys.modules[key]
-
-
-sensitivity = _helper("sensitivity")
 
 
 def _conv_model():

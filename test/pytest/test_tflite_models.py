@@ -27,11 +27,8 @@ files and the Keras outputs are cached across sessions in pytest's cache folder
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import io
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,17 +54,7 @@ RTOL = 1e-4  # float outputs: max |diff| relative to the largest |output|
 FLOAT_RTOL = {"resnet50": 2e-4}
 
 
-def _helper(name: str):
-    """A helper module beside this file (pytest imports tests with --import-mode=importlib)."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        sys.modules[key] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[key])
-    return sys.modules[key]
-
-
-sensitivity = _helper("sensitivity")
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 
 
 def _sensitive(model, seed: int):

@@ -12,10 +12,7 @@ tflite-op-versions, write) and must compute the same.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +21,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
+
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 
 import mlconv  # noqa: E402
 from mlconv.backends.tflite_writer import export_tflite  # noqa: E402
@@ -34,18 +33,6 @@ from mlconv.frontends.tflite_importer import import_tflite  # noqa: E402
 from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass  # noqa: E402
 from mlconv.passes.tflite_to_core import TfliteToCorePass  # noqa: E402
 
-
-def _helper(name: str):
-    """A helper module beside this file (pytest imports tests with --import-mode=importlib)."""
-    key = f"mlconv_test_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        sys.modules[key] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[key])
-    return sys.modules[key]
-
-
-sensitivity = _helper("sensitivity")
 RTOL = 1e-4
 
 
