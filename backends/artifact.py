@@ -52,10 +52,10 @@ def save_artifact(
     """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
     functions are named by `function_names` in order (e.g. the SavedModel's function alias),
     `tpu_function_<i>` past its end."""
-    from mlconv.backends.jax_backend import _find_main, _names
+    from mlconv.backends.jax_backend import _names, find_main
     from mlconv.dialects import tpu
 
-    main = _find_main(module)
+    main = find_main(module)
     block = main.body.block
     values: dict[Any, dict[str, Any]] = {
         arg: {"input": index} for index, arg in enumerate(block.args)

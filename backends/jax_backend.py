@@ -145,7 +145,7 @@ class CompiledModule:
 
     def __init__(self, module: ModuleOp, device: str | None = None):
         self.device = pick_device(device)
-        main = _find_main(module)
+        main = find_main(module)
         self.input_names = _names(main.arg_attrs, len(main.body.block.args), "input")
         self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
         self.input_specs = InputSpec.from_main(main)
@@ -164,14 +164,15 @@ def _names(attrs: Any, count: int, prefix: str) -> list[str]:
     return names
 
 
-def _find_main(module: ModuleOp) -> func.FuncOp:
+def find_main(module: ModuleOp, purpose: str = "run") -> func.FuncOp:
+    """`@main`, or the module's only function; `purpose` words the error when there is none."""
     functions = [op for op in module.ops if isinstance(op, func.FuncOp) and not op.is_declaration]
     for function in functions:
         if function.sym_name.data == "main":
             return function
     if len(functions) == 1:
         return functions[0]
-    raise BackendError("module has no func.func @main to run")
+    raise BackendError(f"module has no func.func @main to {purpose}")
 
 
 def _compile_body(block: Block, device: Any) -> Callable[..., list[Any]]:
@@ -209,7 +210,7 @@ def export_stablehlo(module: ModuleOp, out_path: str) -> None:
 
     if any(not op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk()):
         module = lower_to_tpu(module.clone())
-    main = _find_main(module)
+    main = find_main(module)
     regions = [op for op in main.body.block.ops if isinstance(op, tpu.RegionOp)]
     if len(regions) != 1:
         raise BackendError("StableHLO export needs @main to be exactly one tpu.region")

@@ -25,7 +25,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.backends.inputs import InputSpec, bind_inputs
-from mlconv.backends.jax_backend import CompiledModule, _find_main, _names, compile_module
+from mlconv.backends.jax_backend import CompiledModule, _names, compile_module, find_main
 from mlconv.dense import element_type
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
@@ -76,7 +76,7 @@ def _dynamic(main: func.FuncOp) -> bool:
 
 
 def needs_specialization(module: ModuleOp) -> bool:
-    main = _find_main(module)
+    main = find_main(module)
     return _dynamic(main) or bool(value_inputs(main))
 
 
@@ -91,7 +91,7 @@ class SpecializingModule:
         self.module = module
         self.device = device
         self.cache_size = cache_size
-        main = _find_main(module)
+        main = find_main(module)
         args = main.body.block.args
         self.input_names = _names(main.arg_attrs, len(args), "input")
         self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
@@ -128,7 +128,7 @@ class SpecializingModule:
         from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
         module = self.module.clone()
-        main = _find_main(module)
+        main = find_main(module)
         block = main.body.block
         for arg, array in zip(list(block.args), arrays, strict=True):
             declared = arg.type

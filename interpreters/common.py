@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, OpImplResult, PythonValues
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
+from mlconv.backends.jax_backend import find_main
 from mlconv.dense import numpy_dtype
 from mlconv.errors import BackendError, MlconvError, describe_location
 
@@ -70,16 +70,6 @@ class ReferenceInterpreter(Interpreter):
         return result
 
 
-def main_function(module: ModuleOp) -> func.FuncOp:
-    functions = [op for op in module.ops if isinstance(op, func.FuncOp) and not op.is_declaration]
-    for function in functions:
-        if function.sym_name.data == "main":
-            return function
-    if len(functions) == 1:
-        return functions[0]
-    raise BackendError("module has no func.func @main to interpret")
-
-
 def check_result(op: Operation, index: int, value: Any) -> np.ndarray:
     """`value` as a numpy array, after checking it against the result's declared type (dims
     that are `?` match any size)."""
@@ -125,7 +115,7 @@ def run_module(
 
     functions = {"onnx": OnnxFunctions, "core": CoreFunctions, "tpu": TpuFunctions}
     level = level_of(module)
-    main = main_function(module)
+    main = find_main(module, "interpret")
     arguments = main.body.block.args
     if len(inputs) != len(arguments):
         raise BackendError(f"expected {len(arguments)} inputs, got {len(inputs)}")

@@ -112,7 +112,7 @@ def bind_dynamic_dims(main: func.FuncOp) -> str:
 
 
 def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
-    from mlconv.backends.jax_backend import _find_main
+    from mlconv.backends.jax_backend import find_main
     from mlconv.backends.specialize import value_inputs
     from mlconv.dialects.core_base import CoreOp
     from mlconv.dialects.core_tensor import ConstantOp
@@ -123,7 +123,7 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
     from mlconv.passes.core_to_tpu import check_static_inputs
     from mlconv.passes.jaxpr_to_tpu import aval_type
 
-    main = _find_main(module)
+    main = find_main(module)
     if value_inputs(main):
         return []  # compiled per call, at the values of the inputs that decide shapes
     try:

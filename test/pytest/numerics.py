@@ -21,24 +21,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnx.numpy_helper
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from mlconv.api import lower_to_tpu
 from mlconv.backends.jax_backend import compile_module
+from mlconv.backends.jax_backend import find_main as main_function
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import make_context
 from mlconv.interpreters import Recorder
 from mlconv.interpreters import run_module as _interpret
-from mlconv.interpreters.common import main_function as interpreted_function
 from mlconv.passes.pipeline_spec import parse_pass_pipeline
 
 LIGHT_MODELS = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
-
-
-def main_function(module: ModuleOp) -> func.FuncOp:
-    """`@main`, or the module's only function."""
-    return interpreted_function(module)
 
 
 def random_inputs(module: ModuleOp, seed: int = 0) -> list[np.ndarray]:

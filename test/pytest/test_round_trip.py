@@ -95,10 +95,10 @@ def default_passes(dialect: str, input_shapes: str):
 
 def batch_one(module: ModuleOp) -> str:
     """input-shapes binding each dynamic dim of @main's inputs to 1."""
-    from mlconv.backends.jax_backend import _find_main
+    from mlconv.backends.jax_backend import find_main
     from mlconv.passes.dry_run import bind_dynamic_dims
 
-    return bind_dynamic_dims(_find_main(module))
+    return bind_dynamic_dims(find_main(module))
 
 
 @pytest.fixture(scope="module")
