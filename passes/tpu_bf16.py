@@ -80,6 +80,10 @@ class RegionConverter:
 
     def __init__(self, filterlist: frozenset[str]):
         self.filterlist = filterlist
+        # Float32 originals where they exist (region inputs, results of ops kept float32,
+        # float32 constants), so an op kept float32 or the yield reads them instead of a
+        # bfloat16 rounding; per region.
+        self.exact: dict[SSAValue, SSAValue] = {}
 
     def emit(
         self, block: Block, location: Any, fn: Callable[..., Any], inputs: Sequence[SSAValue]
@@ -104,9 +108,7 @@ class RegionConverter:
         old = region_op.body.block
         new = Block(arg_types=[a.type for a in old.args])
         env: dict[SSAValue, SSAValue] = {}
-        # Float32 originals where they exist (region inputs, results of ops kept float32), so
-        # an op kept float32 or the yield reads them instead of a bfloat16 rounding.
-        self.exact: dict[SSAValue, SSAValue] = {}
+        self.exact = {}
         for old_arg, arg in zip(old.args, new.args, strict=True):
             env[old_arg] = self.cast(new, region_op.location, arg, BF16) if _is_f32(arg) else arg
             if _is_f32(arg):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from google.protobuf import text_format
@@ -229,7 +229,6 @@ class ConversionSettings:
     bfloat16_filterlist: tuple[str, ...] = ()
     bfloat16_skip_safety_checks: bool = False
     sharding: object | None = None
-    raw: object | None = field(default=None, compare=False)
 
     @classmethod
     def from_options(cls, options) -> ConversionSettings:
@@ -253,7 +252,6 @@ class ConversionSettings:
             sharding=options.xla_sharding_options
             if options.HasField("xla_sharding_options")
             else None,
-            raw=options,
         )
 
 

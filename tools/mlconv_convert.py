@@ -21,6 +21,7 @@ the TPU functions as serialized jax.export modules with their weights and a mani
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ PROG = "mlconv-convert"
 def make_parser() -> ToolArgumentParser:
     parser = ToolArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("model", nargs="?", help="SavedModel folder, .onnx, .tflite or .mlir")
-    parser.add_argument("--input_model_dir", dest="input_model_dir", help=argparse_hidden())
+    parser.add_argument("--input_model_dir", dest="input_model_dir", help=argparse.SUPPRESS)
     parser.add_argument(
         "-o", "--output", "--output_model_dir", dest="output", help="artifact folder to write"
     )
@@ -59,12 +60,6 @@ def make_parser() -> ToolArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="no per-phase progress lines")
     return parser
-
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 class Phases:
