@@ -1,0 +1,469 @@
+"""Compare a converted model with its source framework, output by output and layer by layer.
+
+    report = compare_with_source("model.onnx", per_layer=True)
+    print(report.format_table()); report.to_json()
+
+The source side runs in the framework's own runtime: onnxruntime for .onnx (every node output
+added as a graph output), TensorFlow for a SavedModel folder (the frozen graph's tensors, fetched
+in one session run) and LiteRT for .tflite (`experimental_preserve_all_tensors`). The mlconv
+side is the model compiled by `mlconv.compile` (its outputs) and, for `per_layer`, the same model
+lowered to tpu ops and run by the tpu reference interpreter, whose `Recorder` keeps each op's
+results by location: the source node name every imported op carries (an ONNX node's name, a TF
+op's name, a TFLite op's first output tensor). A layer is a source node both sides have, compared
+where the shapes agree (an NHWC source tensor is compared with mlconv's NCHW value transposed).
+
+Each row: tensor name, op location, shape, max absolute error, max relative error (to the
+largest magnitude of the source tensor), and `diverged` when
+`max_abs > atol + rtol * max|source|`. `first_divergence` is the first diverged layer in the
+source's topological order. The Model Explorer overlay reads `rows` / `to_json()`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mlconv.errors import MlconvError, OptionError
+
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-5
+
+
+@dataclass
+class Row:
+    """One compared tensor: a model output (`kind="output"`) or an intermediate (`"layer"`)."""
+
+    name: str
+    location: str
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    diverged: bool
+    kind: str = "layer"
+    op_type: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["shape"] = list(self.shape)
+        return data
+
+
+@dataclass
+class SourceComparison:
+    """What `compare_with_source` found; `rows` are the outputs, then the layers in source
+    order."""
+
+    model: str
+    framework: str
+    runtime: str
+    rtol: float
+    atol: float
+    outputs: list[Row] = field(default_factory=list)
+    layers: list[Row] = field(default_factory=list)
+    unmatched: int = 0
+    """Source tensors with no mlconv value of the same shape (fused away, or split)."""
+
+    @property
+    def rows(self) -> list[Row]:
+        return self.outputs + self.layers
+
+    @property
+    def first_divergence(self) -> Row | None:
+        return next((row for row in self.layers if row.diverged), None) or next(
+            (row for row in self.outputs if row.diverged), None
+        )
+
+    @property
+    def ok(self) -> bool:
+        return not any(row.diverged for row in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_divergence
+        return {
+            "model": self.model,
+            "framework": self.framework,
+            "runtime": self.runtime,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "ok": self.ok,
+            "outputs": [row.to_dict() for row in self.outputs],
+            "layers": [row.to_dict() for row in self.layers],
+            "unmatched": self.unmatched,
+            "first_divergence": first.to_dict() if first else None,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def format_table(self, color: bool = False) -> str:
+        """Aligned text tables (outputs, then layers); the first divergence is marked `<<`."""
+        first = self.first_divergence
+        lines = [f"{self.model}: mlconv vs {self.runtime} (rtol {self.rtol:g}, atol {self.atol:g})"]
+        for title, rows in (("outputs", self.outputs), ("layers", self.layers)):
+            if not rows and title == "layers":
+                continue
+            lines.append(f"{title}:")
+            width = max([len(r.location) for r in rows] + [8])
+            lines.append(
+                f"  {'location':<{width}}  {'op':<16} {'shape':<18} {'max abs':>10} "
+                f"{'max rel':>10}  status"
+            )
+            for row in rows:
+                status = "DIVERGED" if row.diverged else "ok"
+                mark = "  << first divergence" if row is first else ""
+                text = (
+                    f"  {row.location:<{width}}  {row.op_type[:16]:<16} "
+                    f"{'x'.join(map(str, row.shape)) or 'scalar':<18} {row.max_abs:>10.3g} "
+                    f"{row.max_rel:>10.3g}  {status}{mark}"
+                )
+                if color and row.diverged:
+                    text = f"\x1b[1;31m{text}\x1b[0m"
+                lines.append(text)
+        if self.layers or self.unmatched:
+            lines.append(
+                f"{len(self.layers)} layers matched, {self.unmatched} source tensors without "
+                "an mlconv value of their shape"
+            )
+        lines.append(
+            "first divergence: "
+            + (
+                f"{first.location} ({first.op_type}) max abs {first.max_abs:.3g}"
+                if first
+                else "none"
+            )
+        )
+        return "\n".join(lines) + "\n"
+
+
+def errors(ours: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
+    """(max |ours - reference|, that divided by max |reference|); inf where values are not
+    finite on one side only."""
+    a = np.asarray(ours, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.size == 0:
+        return 0.0, 0.0
+    same_nonfinite = (~np.isfinite(a) & ~np.isfinite(b)) & ((a == b) | (np.isnan(a) & np.isnan(b)))
+    diff = np.where(same_nonfinite, 0.0, np.abs(a - b))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    max_abs = float(diff.max())
+    scale = float(np.max(np.abs(np.where(np.isfinite(b), b, 0.0))))
+    return max_abs, (max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else np.inf))
+
+
+def _row(name, location, op_type, ours, reference, kind, rtol, atol) -> Row:
+    max_abs, max_rel = errors(ours, reference)
+    scale = float(np.max(np.abs(reference))) if np.size(reference) else 0.0
+    diverged = not max_abs <= atol + rtol * (scale if np.isfinite(scale) else 0.0)
+    return Row(
+        name, location, tuple(np.shape(reference)), max_abs, max_rel, diverged, kind, op_type
+    )
+
+
+def _aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
+    """`ours` in the reference's layout: as is, or NCHW->NHWC (any rank >= 3), else None."""
+    if ours.shape == reference.shape:
+        return ours
+    if ours.ndim >= 3 and ours.ndim == reference.ndim:
+        moved = np.moveaxis(ours, 1, -1)
+        if moved.shape == reference.shape:
+            return moved
+    if ours.size == reference.size and ours.size == 1:
+        return ours.reshape(reference.shape)
+    return None
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _main_inputs(module) -> list[tuple[str, tuple[int, ...], Any]]:
+    """(name, shape with `?` as 1, numpy dtype) of each `@main` argument."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+
+    from mlconv.backends.jax_backend import find_main
+    from mlconv.dense import numpy_dtype
+
+    main = find_main(module, "compare")
+    found = []
+    for index, arg in enumerate(main.body.block.args):
+        entry = main.arg_attrs.data[index] if main.arg_attrs is not None else None
+        value = entry.data.get("mlconv.name") if isinstance(entry, DictionaryAttr) else None
+        name = value.data if isinstance(value, StringAttr) else f"arg{index}"
+        shape = tuple(d if d >= 0 else 1 for d in arg.type.get_shape())
+        found.append((name, shape, numpy_dtype(arg.type.get_element_type())))
+    return found
+
+
+def make_inputs(module, inputs: Any, seed: int) -> tuple[list[str], list[np.ndarray]]:
+    """The model's input names and arrays: `inputs` (a dict by name, or a list in order), or
+    seeded random arrays (standard normal floats, integers in [0, 4)) of the declared shapes."""
+    specs = _main_inputs(module)
+    names = [name for name, _, _ in specs]
+    if inputs is None:
+        rng = np.random.default_rng(seed)
+        arrays = []
+        for _, shape, dtype in specs:
+            if np.issubdtype(dtype, np.floating):
+                arrays.append(rng.standard_normal(shape).astype(dtype))
+            elif dtype == np.bool_:
+                arrays.append(rng.integers(0, 2, shape).astype(dtype))
+            else:
+                arrays.append(rng.integers(0, 4, shape).astype(dtype))
+        return names, arrays
+    if isinstance(inputs, Mapping):
+        from mlconv.tools.mlconv_run import order_inputs
+
+        arrays = order_inputs(dict(inputs), names)
+    else:
+        arrays = list(inputs)
+    if len(arrays) != len(specs):
+        raise OptionError(f"the model has {len(specs)} inputs, {len(arrays)} given")
+    return names, [
+        np.asarray(a, dtype=dtype) for a, (_, _, dtype) in zip(arrays, specs, strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- source runtimes
+
+
+@dataclass
+class SourceTensor:
+    name: str
+    location: str
+    op_type: str
+    value: np.ndarray
+    output_index: int = 0
+
+
+def _run_onnx(path: str, names, arrays, per_layer: bool):
+    """(outputs, intermediates in node order) by onnxruntime."""
+    import onnx
+    import onnxruntime
+
+    model = onnx.load(path)
+    graph_outputs = [o.name for o in model.graph.output]
+    located: list[tuple[str, str, str, int]] = []  # tensor, node location, op type, index
+    if per_layer:
+        from mlconv.frontends.onnx_importer import topological_order
+
+        existing = set(graph_outputs)
+        for index, node in topological_order(model.graph.node):
+            where = node.name or f"{node.op_type}_{index}"
+            for position, tensor in enumerate(node.output):
+                if not tensor:
+                    continue
+                located.append((tensor, where, node.op_type, position))
+                if tensor not in existing:
+                    model.graph.output.append(onnx.ValueInfoProto(name=tensor))
+                    existing.add(tensor)
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    fetch = [o.name for o in session.get_outputs()]
+    values = dict(
+        zip(fetch, session.run(fetch, dict(zip(names, arrays, strict=True))), strict=True)
+    )
+    outputs = [values[n] for n in graph_outputs]
+    layers = [
+        SourceTensor(t, where, op_type, np.asarray(values[t]), position)
+        for t, where, op_type, position in located
+        if t in values
+    ]
+    return outputs, layers
+
+
+def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
+    """(outputs, intermediates) by TensorFlow: the frozen graph the importer translates, every
+    top-level op output fetched in one session run."""
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    from mlconv.frontends import tf_importer
+
+    tf = tf_importer._quiet_tensorflow()  # noqa: SLF001 - the importer's own TF setup
+    fn, _, _loaded = tf_importer._pick(  # noqa: SLF001 - the function the importer picks
+        __import__("pathlib").Path(path),
+        tf,
+        frontend_options.get("signature"),
+        frontend_options.get("alias"),
+        frontend_options.get("function"),
+    )
+    frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False)
+    graph_def = frozen.graph.as_graph_def()
+    feeds = [t.name for t in frozen.inputs]
+    out_names = [t.name for t in frozen.outputs]
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    skip = {"Placeholder", "Const", "NoOp", "Identity"}
+    located = []
+    if per_layer:
+        for op in graph.get_operations():
+            if op.type in skip or op.type.startswith("VarHandle"):
+                continue
+            for position, tensor in enumerate(op.outputs):
+                if tensor.dtype.is_numpy_compatible and tensor.dtype != tf.string:
+                    located.append((tensor.name, op.name, op.type, position))
+    with tf.compat.v1.Session(graph=graph) as session:
+        fetched = session.run(
+            out_names + [t for t, *_ in located], dict(zip(feeds, arrays, strict=True))
+        )
+    outputs = fetched[: len(out_names)]
+    layers = [
+        SourceTensor(t, where, op_type, np.asarray(value), position)
+        for (t, where, op_type, position), value in zip(
+            located, fetched[len(out_names) :], strict=True
+        )
+    ]
+    del names
+    return outputs, layers
+
+
+def _run_tflite(path: str, names, arrays, per_layer: bool):
+    """(outputs, intermediates) by LiteRT with every tensor preserved."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=path, experimental_preserve_all_tensors=True)
+    interpreter.allocate_tensors()
+    for detail, array in zip(interpreter.get_input_details(), arrays, strict=True):
+        if tuple(detail["shape"]) != array.shape:
+            interpreter.resize_tensor_input(detail["index"], array.shape)
+    interpreter.allocate_tensors()
+    for detail, array in zip(interpreter.get_input_details(), arrays, strict=True):
+        interpreter.set_tensor(detail["index"], array)
+    interpreter.invoke()
+    outputs = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+    layers = []
+    if per_layer:
+        tensors = {d["index"]: d["name"] for d in interpreter.get_tensor_details()}
+        for op in interpreter._get_ops_details():  # noqa: SLF001 - LiteRT's only op listing
+            produced = [int(i) for i in op["outputs"] if int(i) >= 0]
+            if not produced:
+                continue
+            where = tensors.get(produced[0], "")
+            for position, index in enumerate(produced):
+                try:
+                    value = interpreter.get_tensor(index)
+                except ValueError:  # a tensor LiteRT did not keep
+                    continue
+                layers.append(
+                    SourceTensor(tensors.get(index, where), where, op["op_name"], value, position)
+                )
+    del names
+    return outputs, layers
+
+
+# --------------------------------------------------------------------------- mlconv side
+
+
+def _mlconv_layers(module, arrays, input_shapes: str) -> dict[str, list[np.ndarray]]:
+    """Every op's results by location, from the tpu reference interpreter of the lowered
+    module (device-neutral tpu ops: the layout of the source's NCHW or of core's)."""
+    from mlconv.api import lower_to_tpu
+    from mlconv.interpreters import Recorder, run_module
+
+    lower_to_tpu(module, input_shapes)
+    recorder = Recorder()
+    run_module(module, arrays, recorder)
+    return recorder.by_location()
+
+
+def framework_of(path: str) -> str:
+    if os.path.isdir(path):
+        return "tf"
+    if path.lower().endswith(".tflite"):
+        return "tflite"
+    if path.lower().endswith(".onnx"):
+        return "onnx"
+    raise OptionError(
+        f"'{path}': --compare-with-source needs an .onnx file, a SavedModel folder or a .tflite file"
+    )
+
+
+RUNTIMES = {"onnx": "onnxruntime", "tf": "TensorFlow", "tflite": "LiteRT"}
+
+
+def compare_with_source(
+    model_path: str | os.PathLike,
+    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
+    per_layer: bool = False,
+    seed: int = 0,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    device: str | None = None,
+    **frontend_options: Any,
+) -> SourceComparison:
+    """Run `model_path` by its source framework's runtime and by mlconv on the same inputs
+    (`inputs` by name or in order; seeded random ones of the declared shapes when None) and
+    compare every output and, with `per_layer`, every intermediate tensor both sides have."""
+    import mlconv
+    from mlconv.api import format_input_shapes, load_model
+
+    path = os.fspath(model_path)
+    if not os.path.exists(path):
+        raise OptionError(f"'{path}': no such file or directory")
+    framework = framework_of(path)
+    module = load_model(path, **frontend_options)
+    names, arrays = make_inputs(module, inputs, seed)
+    shapes = format_input_shapes({n: a.shape for n, a in zip(names, arrays, strict=True)})
+    try:
+        if framework == "onnx":
+            source_outputs, source_layers = _run_onnx(path, names, arrays, per_layer)
+        elif framework == "tf":
+            source_outputs, source_layers = _run_tf(
+                path, names, arrays, per_layer, frontend_options
+            )
+        else:
+            source_outputs, source_layers = _run_tflite(path, names, arrays, per_layer)
+    except MlconvError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the runtime's own failure, reported on one line
+        text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise MlconvError(f"{RUNTIMES[framework]} cannot run the model: {text}") from None
+
+    compiled = mlconv.compile(path, device=device, input_shapes=shapes, **frontend_options)
+    ours = [np.asarray(r) for r in compiled(*arrays)]
+    output_names = list(getattr(compiled, "output_names", None) or [])
+    report = SourceComparison(path, framework, RUNTIMES[framework], rtol, atol)
+    if len(ours) != len(source_outputs):
+        raise MlconvError(
+            f"mlconv gives {len(ours)} outputs, {RUNTIMES[framework]} {len(source_outputs)}"
+        )
+    for index, (mine, theirs) in enumerate(zip(ours, source_outputs, strict=True)):
+        name = output_names[index] if index < len(output_names) else f"output_{index}"
+        theirs = np.asarray(theirs)
+        aligned = _aligned(mine, theirs)
+        if aligned is None:
+            raise MlconvError(
+                f"output {name}: mlconv's shape {mine.shape} differs from "
+                f"{RUNTIMES[framework]}'s {theirs.shape}"
+            )
+        report.outputs.append(_row(name, name, "output", aligned, theirs, "output", rtol, atol))
+    if per_layer:
+        by_location = _mlconv_layers(module, arrays, shapes)
+        for tensor in source_layers:
+            results = by_location.get(tensor.location)
+            if results is None or tensor.output_index >= len(results):
+                report.unmatched += 1
+                continue
+            reference = tensor.value
+            if not np.issubdtype(reference.dtype, np.number) and reference.dtype != np.bool_:
+                continue
+            aligned = _aligned(results[tensor.output_index], reference)
+            if aligned is None:
+                report.unmatched += 1
+                continue
+            report.layers.append(
+                _row(tensor.name, tensor.location, tensor.op_type, aligned, reference, "layer",
+                     rtol, atol)
+            )  # fmt: skip
+    return report
