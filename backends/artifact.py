@@ -5,6 +5,9 @@
     OUTDIR/tpu/<function>.jaxexport  each TPU function as a serialized `jax.export.Exported`
                                    (StableHLO with its weights, lowered for cpu, cuda and tpu)
     OUTDIR/tpu/<function>.mlir     the same function as StableHLO text, for XLA tools
+    OUTDIR/saved_model/            the converted model as a TensorFlow SavedModel, the TPU
+                                   functions as XlaCallModule ops (backends/saved_model_writer.py);
+                                   written when TensorFlow is installed
 
 `save_artifact(module, outdir, ...)` takes a module at the tpu level (every op of `@main` in a
 `tpu.region`); `load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
@@ -48,10 +51,14 @@ def save_artifact(
     source: str = "",
     extra: dict[str, Any] | None = None,
     function_names: Sequence[str] = (),
+    saved_model: bool = True,
+    placement: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
     functions are named by `function_names` in order (e.g. the SavedModel's function alias),
-    `tpu_function_<i>` past its end."""
+    `tpu_function_<i>` past its end. With `saved_model` (and TensorFlow installed) the folder
+    also holds OUTDIR/saved_model: `source` rewritten when it is a SavedModel and `placement`
+    maps the artifact's function names to its concrete function names, else a new one."""
     from mlconv.backends.jax_backend import _names, find_main
     from mlconv.dialects import tpu
 
@@ -93,6 +100,10 @@ def save_artifact(
         "converter_options": options_text,
         **(extra or {}),
     }
+    import importlib.util
+
+    write_tf = saved_model and importlib.util.find_spec("tensorflow") is not None
+    manifest["saved_model"] = "saved_model" if write_tf else None
     target = Path(outdir)
     if target.exists() and not target.is_dir():
         raise BackendError(f"{target}: exists and is not a folder")
@@ -104,6 +115,16 @@ def save_artifact(
         for name, exp in exported:
             (staging / "tpu" / f"{name}.jaxexport").write_bytes(exp.serialize())
             (staging / "tpu" / f"{name}.mlir").write_text(exp.mlir_module())
+        if write_tf:
+            from mlconv.backends.saved_model_writer import write_saved_model
+
+            write_saved_model(
+                staging / "saved_model",
+                dict(exported),
+                manifest,
+                source=source if placement else None,
+                placement={_function_name([k], 0): v for k, v in (placement or {}).items()},
+            )
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         os.chmod(staging, 0o755)
         if target.exists():

@@ -110,6 +110,20 @@ def frontend_options(settings: Any, model: Path) -> tuple[dict[str, str], list[s
     return {keyword: value}, [value]
 
 
+def saved_model_placement(settings: Any, model: Path, names: list[str]) -> dict[str, str]:
+    """For a SavedModel: the artifact's function name -> the concrete function's name in its
+    saved_model.pb (the function OUTDIR/saved_model computes by XlaCallModule)."""
+    from mlconv.backends.saved_model_writer import SERVING, source_function_name
+
+    if not model.is_dir():
+        return {}
+    functions = list(settings.tpu_functions)
+    if not functions:
+        return {"tpu_function_0": source_function_name(model, "signature_name", SERVING)}
+    kind = functions[0].WhichOneof("name")
+    return {names[0]: source_function_name(model, kind, getattr(functions[0], kind))}
+
+
 def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     """Optimizations the options ask for that this version does not perform: an explicit
     ENABLED (or a block of options) is refused; a DEFAULT one is listed in the manifest and on
@@ -182,6 +196,7 @@ def convert(
         phases.run("bfloat16 (tpu-bf16)", lambda: bf16.apply(make_context(), module))
     from google.protobuf import text_format
 
+    placement = saved_model_placement(settings, path, names)
     manifest = phases.run(
         "export and write",
         lambda: save_artifact(
@@ -190,6 +205,7 @@ def convert(
             options_text=text_format.MessageToString(options),
             source=str(path),
             function_names=names,
+            placement=placement,
             extra={
                 "bfloat16": settings.bfloat16,
                 "not_performed": pending,

@@ -20,6 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
 from mlconv.errors import InputError, OptionError
+from mlconv.backends.saved_model_writer import tf_name
 from mlconv.tools.converter_options import (
     GENERATED,
     ConversionSettings,
@@ -311,7 +312,10 @@ def keras_model():
     return tf, keras.Model(inputs, outputs)
 
 
-def test_savedmodel_function_alias_is_placed(keras_model, tmp_path):
+@pytest.fixture(scope="module")
+def keras_saved_model(keras_model, tmp_path_factory):
+    """The seed's pattern: `tpu_func` (the Keras model) under a function alias, called by the
+    serving signature, which does host work around it (`* 2`)."""
     tf, model = keras_model
 
     class Module(tf.Module):
@@ -328,13 +332,34 @@ def test_savedmodel_function_alias_is_placed(keras_model, tmp_path):
             return {"y": self.tpu_func(x) * 2.0}
 
     module = Module()
-    saved = tmp_path / "saved"
+    saved = tmp_path_factory.mktemp("keras") / "saved"
     tf.saved_model.save(
         module,
         str(saved),
         signatures={"serving_default": module.serve},
         options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
     )
+    return tf, model, module, saved
+
+
+def serve_saved_model(tf, folder: Path, **inputs: np.ndarray) -> dict[str, np.ndarray]:
+    """The seed's serving code on OUTDIR/saved_model."""
+    loaded = tf.saved_model.load(str(folder))
+    results = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in inputs.items()})
+    return {name: value.numpy() for name, value in results.items()}
+
+
+def xla_call_functions(folder: Path) -> list[str]:
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((folder / "saved_model.pb").read_bytes())
+    library = proto.meta_graphs[0].graph_def.library.function
+    return [f.signature.name for f in library if any(n.op == "XlaCallModule" for n in f.node_def)]
+
+
+def test_savedmodel_function_alias_is_placed(keras_saved_model, tmp_path):
+    tf, model, module, saved = keras_saved_model
     out = tmp_path / "converted"
     manifest = convert(str(saved), str(out), SEED_TPU_FUNCTIONS + NO_DEFAULT_OPTIMIZATIONS)
     assert [f["name"] for f in manifest["functions"]] == ["tpu_func"]
@@ -346,6 +371,41 @@ def test_savedmodel_function_alias_is_placed(keras_model, tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     recorded = json.loads((out / "manifest.json").read_text())["converter_options"]
     assert 'function_alias: "tpu_func"' in recorded
+    # OUTDIR/saved_model: the seed's serving code runs it; tpu_func is one XlaCallModule, the
+    # signature's host part (`* 2`) stays TensorFlow; names, signature and alias are kept.
+    assert manifest["saved_model"] == "saved_model"
+    served = serve_saved_model(tf, out / "saved_model", x=x)
+    np.testing.assert_allclose(served["y"], module.serve(x)["y"].numpy(), rtol=1e-5, atol=1e-5)
+    (placed,) = xla_call_functions(out / "saved_model")
+    assert "tpu_func" in placed
+    loaded = tf.saved_model.load(
+        str(out / "saved_model"),
+        options=tf.saved_model.LoadOptions(experimental_load_function_aliases=True),
+    )
+    aliased = loaded.function_aliases["tpu_func"]
+    np.testing.assert_allclose(aliased(tf.constant(x)).numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_savedmodel_form_in_bfloat16_by_default(keras_saved_model, tmp_path):
+    tf, model, module, saved = keras_saved_model
+    out = tmp_path / "converted"
+    convert(str(saved), str(out), SEED_TPU_FUNCTIONS)
+    x = np.random.default_rng(7).standard_normal((2, 12, 12, 3)).astype(np.float32)
+    expected = module.serve(x)["y"].numpy()
+    for got in (serve_saved_model(tf, out / "saved_model", x=x)["y"], 2 * mlconv.load(out)(x)[0]):
+        assert got.dtype == np.float32
+        error = float(np.abs(got - expected).max() / np.abs(expected).max())
+        assert 1e-6 < error < 2e-2, error
+
+
+def test_onnx_artifact_has_a_saved_model(onnx_artifact):
+    tf = pytest.importorskip("tensorflow")
+    model, _, out, manifest = onnx_artifact
+    x = np.random.default_rng(8).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    served = serve_saved_model(tf, out / "saved_model", x=x)
+    assert list(served) == ["y"]
+    np.testing.assert_allclose(served["y"], onnxruntime(model, x), rtol=1e-5, atol=1e-5)
+    assert xla_call_functions(out / "saved_model")
 
 
 def test_tflite_model_converts(keras_model, tmp_path):
@@ -355,7 +415,8 @@ def test_tflite_model_converts(keras_model, tmp_path):
     path = tmp_path / "model.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
     out = tmp_path / "converted"
-    convert(str(path), str(out), NO_DEFAULT_OPTIMIZATIONS)
+    manifest = convert(str(path), str(out), NO_DEFAULT_OPTIMIZATIONS)
+    input_name = tf_name(manifest["inputs"][0]["name"])
     interpreter = Interpreter(model_path=str(path))
     interpreter.allocate_tensors()
 
@@ -370,6 +431,8 @@ def test_tflite_model_converts(keras_model, tmp_path):
     sensitivity.assert_input_sensitive(expected, litert(other), rtol=1e-5)
     (got,) = mlconv.load(out)(x)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    (served,) = serve_saved_model(tf, out / "saved_model", **{input_name: x}).values()
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- bfloat16

@@ -1,0 +1,207 @@
+"""The converted model as a TensorFlow SavedModel (`OUTDIR/saved_model`), as seed 003's converter
+writes it: the TPU functions embedded as StableHLO through `jax2tf` native serialization (one
+`XlaCallModule` op each, lowered for cpu, cuda and tpu), so that the seed's serving code runs it:
+
+    model = tf.saved_model.load("OUTDIR/saved_model")
+    results = model.signatures["serving_default"](**inputs)
+
+From a SavedModel source, the output is the source with the body of every placed concrete
+function replaced, in the FunctionDef library of `saved_model.pb`, by its XlaCallModule: the
+function keeps its name, its arguments (captured variables stay as unused arguments), its
+outputs, its callers, the signatures, signature names and function aliases. What the
+signatures compute around the TPU functions (the host part) stays TensorFlow ops and runs on
+the host; the variables and assets are copied. From an ONNX or TFLite model (placed whole),
+the output is a new SavedModel whose `serving_default` signature takes the model's inputs by
+name and returns its outputs by name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlconv.errors import BackendError
+
+PLATFORMS = ("cpu", "cuda", "tpu")
+SERVING = "serving_default"
+
+
+def _tensorflow():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    return tf
+
+
+def _as_tf(exported: Any, name: str):
+    """A concrete tf.function computing `exported` through one XlaCallModule op."""
+    tf = _tensorflow()
+    from jax.experimental import jax2tf
+
+    convert = jax2tf.convert(
+        exported.call, native_serialization_platforms=PLATFORMS, with_gradient=False
+    )
+    specs = [
+        tf.TensorSpec(a.shape, tf.dtypes.as_dtype(a.dtype), name=f"arg{i}")
+        for i, a in enumerate(exported.in_avals)
+    ]
+    function = tf.function(lambda *args: convert(*args), input_signature=specs, autograph=False)
+    return function.get_concrete_function()
+
+
+def source_function_name(saved_model: str | os.PathLike, kind: str, value: str) -> str:
+    """The concrete function's name in `saved_model.pb` that a `tpu_functions` entry selects:
+    kind is function_alias, concrete_function_name or signature_name."""
+    meta = read_saved_model(Path(saved_model)).meta_graphs[0]
+    if kind == "concrete_function_name":
+        return value
+    if kind == "function_alias":
+        names = [f for f, a in meta.meta_info_def.function_aliases.items() if a == value]
+        if len(names) != 1:
+            raise BackendError(
+                f"function alias '{value}' names {len(names)} concrete functions in "
+                f"{saved_model}; give one by concrete_function_name"
+            )
+        return names[0]
+    graph = meta.object_graph_def
+    signatures = next(
+        (c.node_id for c in graph.nodes[0].children if c.local_name == "signatures"), None
+    )
+    if signatures is not None:
+        for child in graph.nodes[signatures].children:
+            if child.local_name == value:
+                node = graph.nodes[child.node_id]
+                kind_ = node.WhichOneof("kind")
+                if kind_ == "bare_concrete_function":
+                    return node.bare_concrete_function.concrete_function_name
+                if kind_ == "function" and len(node.function.concrete_functions) == 1:
+                    return node.function.concrete_functions[0]
+    raise BackendError(f"{saved_model}: cannot find the concrete function of signature '{value}'")
+
+
+def read_saved_model(path: Path):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((path / "saved_model.pb").read_bytes())
+    return proto
+
+
+def _replace_body(function_def: Any, concrete: Any) -> None:
+    """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments."""
+    from tensorflow.core.framework import types_pb2
+
+    call = next((n for n in concrete.graph.as_graph_def().node if n.op == "XlaCallModule"), None)
+    if call is None:
+        raise BackendError(f"jax2tf gave no XlaCallModule for {function_def.signature.name}")
+    signature = function_def.signature
+    arguments = [a.name for a in signature.input_arg if a.type != types_pb2.DT_RESOURCE]
+    if len(arguments) != len(call.input) or len(signature.output_arg) != len(
+        call.attr["Sout"].list.shape
+    ):
+        raise BackendError(
+            f"{signature.name}: {len(arguments)} inputs and {len(signature.output_arg)} outputs "
+            f"in the SavedModel, {len(call.input)} and {len(call.attr['Sout'].list.shape)} in "
+            "the converted function"
+        )
+    node = type(call)()
+    node.CopyFrom(call)
+    node.name = "tpu_call"
+    del node.input[:]
+    node.input.extend(arguments)
+    del function_def.node_def[:]
+    function_def.node_def.append(node)
+    function_def.ret.clear()
+    for index, output in enumerate(signature.output_arg):
+        function_def.ret[output.name] = f"tpu_call:output:{index}"
+    function_def.control_ret.clear()
+    del signature.control_output[:]
+    signature.is_stateful = False
+
+
+def write_from_saved_model(
+    source: str | os.PathLike,
+    target: Path,
+    exported: Mapping[str, Any],
+    placement: Mapping[str, str],
+) -> None:
+    """`source`'s SavedModel with each placed concrete function (`placement`: artifact
+    function name -> concrete function name in saved_model.pb) computed by its XlaCallModule."""
+    source = Path(source)
+    proto = read_saved_model(source)
+    library = {f.signature.name: f for f in proto.meta_graphs[0].graph_def.library.function}
+    for artifact_name, function_name in placement.items():
+        if function_name not in library:
+            raise BackendError(f"{source}: no function '{function_name}' in saved_model.pb")
+        _replace_body(library[function_name], _as_tf(exported[artifact_name], artifact_name))
+    target.mkdir()
+    for entry in source.iterdir():
+        if entry.name in ("saved_model.pb", "fingerprint.pb"):
+            continue
+        copy = shutil.copytree if entry.is_dir() else shutil.copy2
+        copy(entry, target / entry.name)
+    (target / "saved_model.pb").write_bytes(proto.SerializeToString())
+
+
+def tf_name(name: str) -> str:
+    """A TensorFlow-acceptable argument name for a model input or output name."""
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return cleaned if cleaned[:1].isalpha() else f"x_{cleaned}"
+
+
+def write_new_saved_model(
+    target: Path,
+    exported: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+) -> None:
+    """A SavedModel whose `serving_default` runs the artifact's functions as `manifest` wires
+    them (model inputs by name in, model outputs by name out)."""
+    tf = _tensorflow()
+    calls = {name: _as_tf(exp, name) for name, exp in exported.items()}
+    inputs = [tf_name(entry["name"]) for entry in manifest["inputs"]]
+    outputs = [tf_name(entry["name"]) for entry in manifest["outputs"]]
+    if len(set(inputs)) != len(inputs) or len(set(outputs)) != len(outputs):
+        raise BackendError("model input or output names collide once made TensorFlow names")
+    specs = [
+        tf.TensorSpec(entry["shape"], entry["dtype"], name=name)
+        for entry, name in zip(manifest["inputs"], inputs, strict=True)
+    ]
+
+    def serve(*args: Any) -> dict[str, Any]:
+        results: dict[str, Sequence[Any]] = {}
+
+        def fetch(ref: Mapping[str, Any]) -> Any:
+            if "input" in ref:
+                return args[ref["input"]]
+            return results[ref["function"]][ref["output"]]
+
+        for entry in manifest["functions"]:
+            out = calls[entry["name"]](*[fetch(ref) for ref in entry["inputs"]])
+            results[entry["name"]] = out if isinstance(out, list | tuple) else [out]
+        return {
+            name: tf.identity(fetch(entry["value"]), name=name)
+            for name, entry in zip(outputs, manifest["outputs"], strict=True)
+        }
+
+    module = tf.Module()
+    module.serve = tf.function(serve, input_signature=specs, autograph=False)
+    tf.saved_model.save(module, str(target), signatures={SERVING: module.serve})
+
+
+def write_saved_model(
+    target: Path,
+    exported: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    source: str | os.PathLike | None = None,
+    placement: Mapping[str, str] | None = None,
+) -> None:
+    """OUTDIR/saved_model: from a SavedModel source with `placement`, the source rewritten;
+    otherwise a new SavedModel serving the whole converted model."""
+    if source is not None and placement:
+        write_from_saved_model(source, target, exported, placement)
+    else:
+        write_new_saved_model(target, exported, manifest)
