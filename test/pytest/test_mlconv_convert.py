@@ -19,8 +19,8 @@ import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
-from mlconv.errors import InputError, OptionError
 from mlconv.backends.saved_model_writer import tf_name
+from mlconv.errors import InputError, OptionError
 from mlconv.tools.converter_options import (
     GENERATED,
     ConversionSettings,
