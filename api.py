@@ -131,6 +131,7 @@ def compile(  # noqa: A001 - the API the design names
     *,
     input_shapes: str | Mapping[str, Sequence[int | None]] | None = None,
     cache_size: int | None = None,
+    check_numerics: bool | tuple[float, float] = False,
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
@@ -140,7 +141,9 @@ def compile(  # noqa: A001 - the API the design names
     SavedModel: `signature`, `alias`, `function`). A model with dynamic dims is compiled once
     per call signature; `cache_size` bounds how many programs are kept (default
     `specialize.DEFAULT_CACHE_SIZE`). A call whose inputs contradict the model's declared
-    shapes or dtypes raises `mlconv.errors.InputError`."""
+    shapes or dtypes raises `mlconv.errors.InputError`. `check_numerics` (True, or
+    (rtol, atol)) first runs the IR after every pass on seeded random inputs and raises
+    `NumericsDivergence` naming the first pass and op that change the numbers."""
     from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.backends.specialize import (
@@ -159,6 +162,8 @@ def compile(  # noqa: A001 - the API the design names
             )
         return load_artifact(model, device)
     module = load_model(model, **frontend_options)
+    if check_numerics:
+        check_compile_numerics(module.clone(), device, input_shapes, check_numerics)
     lower_to_core(module)
     CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
         make_context(), module
@@ -169,6 +174,33 @@ def compile(  # noqa: A001 - the API the design names
         )
     CoreToTpuPipeline(device=target_device(device)).apply(make_context(), module)
     return compile_module(module, device)
+
+
+def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:
+    """The passes `compile` runs, each checked by `mlconv.tools.check_numerics`."""
+    from mlconv.passes import get_pass
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
+    from mlconv.tools.check_numerics import NumericsDivergence, check_numerics
+    from mlconv.tools.compare_source import _main_inputs
+
+    if not input_shapes:
+        input_shapes = {name: shape for name, shape, _ in _main_inputs(module)}
+    shapes = format_input_shapes(input_shapes)
+    passes = [
+        get_pass(name)()
+        for dialect in framework_dialects(module)
+        for name in (*FRONT_PHASE.get(dialect, ()), TO_CORE[dialect], *AFTER_CORE.get(dialect, ()))
+    ]
+    passes += [
+        CoreInferShapesPass(input_shapes=shapes),
+        CoreToTpuPipeline(device=target_device(device)),
+    ]
+    kwargs = dict(zip(("rtol", "atol"), tolerances, strict=True)) if tolerances is not True else {}
+    report = check_numerics(module, passes, **kwargs)
+    if not report.ok:
+        where = report.first_op.location if report.first_op else None
+        raise NumericsDivergence(report.message(), where)
 
 
 def load(path: str | os.PathLike, device: str | None = None):

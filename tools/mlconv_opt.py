@@ -3,6 +3,7 @@
     mlconv-opt in.mlir --pass-pipeline='builtin.module(onnx-to-core,core-infer-shapes)' -o out.mlir
     mlconv-opt in.mlir -p cse,canonicalize --split-input-file
     mlconv-opt invalid.mlir --split-input-file --verify-diagnostics
+    mlconv-opt model.mlir -p onnx-to-tpu --check-numerics=1e-4,1e-5 --inputs in.npz
 
 Every parsed op without an explicit `loc(...)` gets the `FileLineColLoc` of its first token, as
 in MLIR, so verifier errors and pass failures point at the line they concern
@@ -251,6 +252,10 @@ class Options:
     print_ir_after_all: bool = False
     debuginfo: bool = False
     timing: Timing | None = None
+    check_numerics: tuple[float, float] | None = None
+    """(rtol, atol): run the IR after every pass and report the first that changes the numbers."""
+    inputs: dict | None = None
+    quiet: bool = False
 
 
 class Timing:
@@ -373,12 +378,21 @@ def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diag
         if timing:
             timing.add(pass_.name, time.perf_counter() - start)
 
+    if options.check_numerics is not None:
+        return _check_numerics(module, ctx, parser, options)
+
+    from mlconv.tools.progress import PassProgress
+
+    progress = PassProgress(len(options.passes), PROG, options.quiet).__enter__()
     for pass_ in options.passes:
         try:
-            apply(pass_)
+            with progress.step(pass_.name):
+                apply(pass_)
         except MlconvError as error:
+            progress.__exit__(None, None, None)
             return None, [_mlconv_diagnostic(error, options.path, parser)]
         except Exception as error:
+            progress.__exit__(None, None, None)
             from xdsl.utils.exceptions import DiagnosticException
 
             if not isinstance(error, DiagnosticException):
@@ -396,11 +410,46 @@ def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diag
             ]
         if options.print_ir_after_all:
             _dump_after(pass_, module, options, ctx)
+    progress.__exit__(None, None, None)
     start = time.perf_counter()
     text = print_module(module, ctx, options.debuginfo)
     if timing:
         timing.add("print output", time.perf_counter() - start)
     return text, []
+
+
+def _check_numerics(
+    module: ModuleOp, ctx: Context, parser: LocatingParser, options: Options
+) -> tuple[str | None, list[Diagnostic]]:
+    """Run the passes, interpreting the IR after each (`--check-numerics`); the report goes to
+    stderr and a divergence is an error at the first differing op."""
+    from mlconv.tools.check_numerics import NumericsDivergence, check_numerics
+    from mlconv.tools.progress import PassProgress
+
+    rtol, atol = options.check_numerics
+    try:
+        with PassProgress(len(options.passes), PROG, options.quiet) as progress:
+            report = check_numerics(
+                module,
+                options.passes,
+                options.inputs,
+                rtol=rtol,
+                atol=atol,
+                ctx=ctx,
+                on_pass=lambda p: progress.step(p.name).__enter__(),
+            )
+    except MlconvError as error:
+        return None, [_mlconv_diagnostic(error, options.path, parser)]
+    sys.stderr.write(f"{options.path}: numerics after every pass:\n{report.format()}")
+    if errors := verify_module(module):
+        return None, errors
+    text = print_module(module, ctx, options.debuginfo)
+    if report.ok:
+        return text, []
+    where = report.first_op.location if report.first_op else None
+    return text, [
+        _mlconv_diagnostic(NumericsDivergence(report.message(), where), options.path, parser)
+    ]
 
 
 # --------------------------------------------------------------------------- the tool
@@ -418,6 +467,16 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument("--mlir-print-debuginfo", action="store_true")
     parser.add_argument("--allow-unregistered-dialect", action="store_true")
     parser.add_argument("--list-passes", action="store_true")
+    parser.add_argument(
+        "--check-numerics", nargs="?", const="", default=None, metavar="RTOL,ATOL",
+        help="run the IR before and after every pass by its level's interpreter on the same "
+        "inputs; report the first pass whose outputs diverge and its first differing op",
+    )  # fmt: skip
+    parser.add_argument(
+        "--inputs", metavar="IN.npz",
+        help="inputs for --check-numerics (default: seeded random ones of @main's types)",
+    )  # fmt: skip
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     parser.add_argument(
         "--timing", "--mlir-timing", action="store_true",
         help="print the wall time of parsing, each pass (a pipeline's stages nested), verifying and printing to stderr",
@@ -469,6 +528,23 @@ def _run(argv: list[str] | None) -> int:
     except MlconvError as error:
         raise ToolFailure([error.render(path)]) from None
 
+    check = None
+    inputs = None
+    if args.check_numerics is not None:
+        from mlconv.tools.check_numerics import parse_tolerances
+
+        check = parse_tolerances(args.check_numerics)
+        if args.inputs:
+            from mlconv.tools.mlconv_run import load_inputs
+
+            try:
+                inputs = load_inputs(args.inputs)
+            except FileNotFoundError:
+                raise ToolFailure([f"{args.inputs}: error: no such file or directory"]) from None
+            except MlconvError as error:
+                raise ToolFailure([error.render(args.inputs)]) from None
+    elif args.inputs:
+        raise OptionError("--inputs is for --check-numerics")
     options = Options(
         path=path,
         passes=passes,
@@ -476,6 +552,9 @@ def _run(argv: list[str] | None) -> int:
         print_ir_after_all=args.print_ir_after_all,
         debuginfo=args.mlir_print_debuginfo,
         timing=Timing() if args.timing else None,
+        check_numerics=check,
+        inputs=inputs,
+        quiet=args.quiet,
     )
     outputs: list[str] = []
     diagnostics: list[Diagnostic] = []
