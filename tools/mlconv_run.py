@@ -2,9 +2,16 @@
 
     mlconv-run model.onnx --inputs in.npz --outputs out.npz --device cpu
     mlconv-run model.onnx --inputs in.npz --outputs out.npz --input-shapes x:1,3,224,224
+    mlconv-run model.onnx --compare-with-source --per-layer [--json]
+    mlconv-opt in.mlir -p core-fuse | mlconv-run - --interpret --inputs x.npz --print-outputs
 
 The .npz keys are the model's input names (`np.savez(f, x=...)`); positional `arr_0, arr_1, ...`
 (`np.savez(f, a, b)`) are accepted too. Outputs are written under the model's output names.
+`--print-outputs` prints each output's name, type and values (4 decimals) for lit/FileCheck;
+`--interpret` runs a .mlir as it is, op by op by its level's reference interpreter, instead
+of lowering and compiling it. `--compare-with-source` runs onnxruntime / TensorFlow / LiteRT
+beside mlconv (seeded random inputs without `--inputs`) and prints a table per output and,
+with `--per-layer`, per intermediate tensor both have; exit status 1 when one diverges.
 """
 
 from __future__ import annotations
@@ -23,9 +30,31 @@ PROG = "mlconv-run"
 
 def make_parser() -> ToolArgumentParser:
     parser = ToolArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
-    parser.add_argument("model", help=".onnx, SavedModel folder, .tflite or .mlir")
-    parser.add_argument("--inputs", required=True, help="input .npz (keys: input names)")
-    parser.add_argument("--outputs", required=True, help="output .npz to write")
+    parser.add_argument(
+        "model", help=".onnx, SavedModel folder, .tflite or .mlir (- : .mlir on stdin)"
+    )
+    parser.add_argument("--inputs", help="input .npz (keys: input names)")
+    parser.add_argument("--outputs", help="output .npz to write")
+    parser.add_argument(
+        "--print-outputs", action="store_true",
+        help="print every output (name, type, values with 4 decimals) to stdout",
+    )  # fmt: skip
+    parser.add_argument(
+        "--interpret", action="store_true",
+        help="run a .mlir as it is by its level's reference interpreter (no pass, no jit)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compare-with-source", action="store_true",
+        help="run the source framework's runtime beside mlconv and compare the outputs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--per-layer", action="store_true",
+        help="with --compare-with-source: also every intermediate tensor both sides have",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="the comparison as JSON on stdout")
+    parser.add_argument("--rtol", type=float, default=None, help="comparison tolerance")
+    parser.add_argument("--atol", type=float, default=None, help="comparison tolerance")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--device", choices=["cpu", "gpu", "tpu"], default=None)
     parser.add_argument(
         "--input-shapes",
@@ -66,8 +95,6 @@ def _names_from_onnx(path: str) -> tuple[list[str], list[str]] | None:
 
 
 def _names_from_mlir(path: str) -> tuple[list[str], list[str]] | None:
-    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
-    from xdsl.dialects.func import FuncOp
     from xdsl.parser import Parser
 
     from mlconv.dialects import make_context
@@ -77,6 +104,14 @@ def _names_from_mlir(path: str) -> tuple[list[str], list[str]] | None:
             module = Parser(make_context(), f.read(), path).parse_module()
     except Exception:  # noqa: BLE001 - compile() reports an unreadable file properly
         return None
+    return names_of_module(module)
+
+
+def names_of_module(module: Any) -> tuple[list[str], list[str]] | None:
+    """The `mlconv.name`s of `@main`'s arguments and results (`argN`/`resultN` where absent)."""
+    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+    from xdsl.dialects.func import FuncOp
+
     main = next((op for op in module.walk() if isinstance(op, FuncOp)), None)
     for op in module.walk():
         if isinstance(op, FuncOp) and op.sym_name.data == "main":
@@ -170,45 +205,171 @@ def write_outputs(path: str, results: list[np.ndarray], names: list[str] | None)
         raise
 
 
+def format_outputs(results: list[np.ndarray], names: list[str] | None) -> str:
+    """`name: tensor<2x3xf32>` then the values (4 decimals, all of them) for each output."""
+    from mlconv.dense import element_type
+
+    if names is None or len(names) != len(results):
+        names = [f"result{i}" for i in range(len(results))]
+    lines = []
+    for name, result in zip(names, results, strict=True):
+        array = np.asarray(result)
+        dims = "".join(f"{d}x" for d in array.shape)
+        lines.append(f"{name}: tensor<{dims}{element_type(array.dtype)}>")
+        if np.issubdtype(array.dtype, np.floating):
+            array = array.astype(np.float64) + 0.0  # no -0.0000
+        lines.append(
+            np.array2string(
+                array,
+                precision=4,
+                floatmode="fixed",
+                separator=", ",
+                threshold=sys.maxsize,
+                max_line_width=100,
+                suppress_small=False,
+            )  # fmt: skip
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _compare(args: Any, arrays: dict[str, np.ndarray] | None) -> int:
+    from mlconv.tools.compare_source import DEFAULT_ATOL, DEFAULT_RTOL, compare_with_source
+
+    try:
+        report = compare_with_source(
+            args.model,
+            arrays,
+            per_layer=args.per_layer,
+            seed=args.seed,
+            rtol=DEFAULT_RTOL if args.rtol is None else args.rtol,
+            atol=DEFAULT_ATOL if args.atol is None else args.atol,
+            device=args.device,
+        )
+    except MlconvError as error:
+        raise ToolFailure([render(error, args.model)]) from None
+    if args.json:
+        sys.stdout.write(report.to_json() + "\n")
+    else:
+        sys.stdout.write(report.format_table(color=sys.stdout.isatty()))
+    first = report.first_divergence
+    if first is not None:
+        print(
+            f"{args.model}: error: mlconv diverges from {report.runtime} at "
+            f"{'output' if first.kind == 'output' else 'layer'} '{first.location}' "
+            f"(max abs {first.max_abs:.3g})",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _parse_mlir(text: str, path: str) -> Any:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from mlconv.dialects import make_context
+    from mlconv.tools.cli import format_parse_error
+
+    try:
+        module = Parser(make_context(), text, path).parse_module()
+    except ParseError as error:
+        raise ToolFailure([format_parse_error(error, path)]) from None
+    module.verify()
+    return module
+
+
 def _run(argv: list[str] | None) -> int:
     args = make_parser().parse_args(argv)
     shapes = parse_input_shapes(args.input_shapes)
-    if not os.path.exists(args.model):
+    if args.per_layer and not args.compare_with_source:
+        raise OptionError("--per-layer goes with --compare-with-source")
+    if args.json and not args.compare_with_source:
+        raise OptionError("--json goes with --compare-with-source")
+    if not args.compare_with_source:
+        if args.inputs is None:
+            raise OptionError("the following arguments are required: --inputs")
+        if args.outputs is None and not args.print_outputs:
+            raise OptionError("give --outputs, --print-outputs or --compare-with-source")
+    if args.model != "-" and not os.path.exists(args.model):
         raise ToolFailure([f"{args.model}: error: no such file or directory"])
-    try:
-        arrays = load_inputs(args.inputs)
-    except FileNotFoundError:
-        raise ToolFailure([f"{args.inputs}: error: no such file or directory"]) from None
-    except MlconvError as error:
-        raise ToolFailure([error.render(args.inputs)]) from None
+    arrays = None
+    if args.inputs is not None:
+        try:
+            arrays = load_inputs(args.inputs)
+        except FileNotFoundError:
+            raise ToolFailure([f"{args.inputs}: error: no such file or directory"]) from None
+        except MlconvError as error:
+            raise ToolFailure([error.render(args.inputs)]) from None
+    if args.compare_with_source:
+        return _compare(args, arrays)
+    assert arrays is not None
 
     import mlconv
 
-    options: dict[str, Any] = {"input_shapes": shapes} if shapes else {}
-    try:
-        compiled = mlconv.compile(args.model, device=args.device, **options)
-    except MlconvError as error:
-        raise ToolFailure([render(error, args.model)]) from None
-    except NotImplementedError:
-        raise ToolFailure([f"{PROG}: error: mlconv.compile is not implemented yet"]) from None
-    except Exception as error:
-        if os.environ.get("MLCONV_DEBUG"):
-            raise
-        detail = str(error).strip().splitlines()
-        text = f"{type(error).__name__}: {detail[0]}" if detail else type(error).__name__
-        raise ToolFailure([f"{args.model}: error: cannot compile the model: {text}"]) from None
+    path = "<stdin>" if args.model == "-" else args.model
+    model: Any = args.model
+    if args.model == "-":
+        model = _parse_mlir(sys.stdin.read(), path)
+    elif args.interpret:
+        if not args.model.endswith(".mlir"):
+            raise OptionError("--interpret runs a .mlir file (or - for stdin)")
+        with open(args.model, encoding="utf-8") as f:
+            model = _parse_mlir(f.read(), path)
+    if args.interpret:
+        compiled = _Interpreted(model)
+    else:
+        options: dict[str, Any] = {"input_shapes": shapes} if shapes else {}
+        try:
+            compiled = mlconv.compile(model, device=args.device, **options)
+        except MlconvError as error:
+            raise ToolFailure([render(error, path)]) from None
+        except NotImplementedError:
+            raise ToolFailure([f"{PROG}: error: mlconv.compile is not implemented yet"]) from None
+        except Exception as error:
+            if os.environ.get("MLCONV_DEBUG"):
+                raise
+            detail = str(error).strip().splitlines()
+            text = f"{type(error).__name__}: {detail[0]}" if detail else type(error).__name__
+            raise ToolFailure([f"{path}: error: cannot compile the model: {text}"]) from None
 
-    input_names, output_names = io_names(compiled, args.model)
+    if isinstance(model, str):
+        input_names, output_names = io_names(compiled, args.model)
+    else:
+        input_names, output_names = _module_names(model, compiled)
     try:
         inputs = order_inputs(arrays, input_names)
     except MlconvError as error:
         raise ToolFailure([error.render(args.inputs)]) from None
     try:
-        results = compiled(*inputs)
+        results = [np.asarray(r) for r in compiled(*inputs)]
     except MlconvError as error:
-        raise ToolFailure([render(error, args.model)]) from None
-    write_outputs(args.outputs, [np.asarray(r) for r in results], output_names)
+        raise ToolFailure([render(error, path)]) from None
+    if args.outputs is not None:
+        write_outputs(args.outputs, results, output_names)
+    if args.print_outputs:
+        sys.stdout.write(format_outputs(results, output_names))
     return 0
+
+
+class _Interpreted:
+    """A parsed module run as it is by its level's reference interpreter."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        from mlconv.interpreters import run_module
+
+        return run_module(self.module, inputs)
+
+
+def _module_names(module: Any, compiled: Any) -> tuple[list[str] | None, list[str] | None]:
+    inputs = getattr(compiled, "input_names", None)
+    outputs = getattr(compiled, "output_names", None)
+    if inputs is not None and outputs is not None:
+        return list(inputs), list(outputs)
+    found = names_of_module(module)
+    return found if found is not None else (None, None)
 
 
 def main(argv: list[str] | None = None) -> int:
