@@ -369,6 +369,27 @@ class SpaceToDepthOp(CoreOp):
         )
 
 
+@core_op(operands=("data",), attributes={"axis": (INT, 1), "group": (INT, 1)})
+class ShuffleChannelsOp(CoreOp):
+    """Split dim `axis` (C) into (`group`, C / group), swap the two and merge them again:
+    channel g * (C / group) + i moves to i * group + g (OpenVINO opset1 ShuffleChannels,
+    ShuffleNet's channel shuffle).
+
+        %y = "core.ShuffleChannels"(%x) {axis = 1 : i64, group = 2 : i64}
+               : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+    """
+
+    name = "core.ShuffleChannels"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(data, *, axis, group):
+        axis %= data.ndim
+        shape = data.shape
+        split = shape[:axis] + (group, shape[axis] // group) + shape[axis + 1 :]
+        return data.reshape(split).swapaxes(axis, axis + 1).reshape(shape)
+
+
 @core_op(
     operands=("data", "seq_lengths"),
     attributes={"batch_axis": (INT, 0), "seq_axis": (INT, 1)},
@@ -641,6 +662,7 @@ OPS: list[type[CoreOp]] = [
     EinsumOp,
     DepthToSpaceOp,
     SpaceToDepthOp,
+    ShuffleChannelsOp,
     ReverseSequenceOp,
     GatherElementsOp,
     GatherNDOp,

@@ -1,4 +1,4 @@
-"""Normalization core ops: BatchNormInference, LRN, MVN, Softmax, LogSoftmax."""
+"""Normalization core ops: BatchNormInference, LRN, MVN, NormalizeL2, Softmax, LogSoftmax."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dialects.core_base import BOOL, FLOAT, INT, STR, CoreOp, core_op
 
@@ -142,10 +143,41 @@ class MVNOp(CoreOp):
         return centred.astype(data.dtype)
 
 
+@core_op(
+    operands=("data", "axes"),
+    attributes={"eps": FLOAT, "eps_mode": STR},
+    static_operands=("axes",),
+)
+class NormalizeL2Op(CoreOp):
+    """x / sqrt(sum(x^2 over `axes`) + eps) (`eps_mode = "add"`) or
+    x / sqrt(max(sum(x^2 over `axes`), eps)) (`"max"`) (OpenVINO opset1 NormalizeL2). Example:
+
+        %y = "core.NormalizeL2"(%x, %axes) {eps = 1.0e-24 : f64, eps_mode = "max"}
+               : (tensor<1x6x16xf32>, tensor<1xi64>) -> tensor<1x6x16xf32>
+    """
+
+    name = "core.NormalizeL2"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(data, axes, *, eps, eps_mode):
+        axes = tuple(sorted({int(a) % max(data.ndim, 1) for a in np.asarray(axes).reshape(-1)}))
+        squares = jnp.sum(data * data, axis=axes, keepdims=True)
+        eps = jnp.asarray(eps, data.dtype)
+        bounded = jnp.maximum(squares, eps) if eps_mode == "max" else squares + eps
+        return data / jnp.sqrt(bounded)
+
+    def verify_semantics(self) -> None:
+        mode = self.attribute_values()["eps_mode"]
+        if mode not in ("add", "max"):
+            raise VerifyException(f"eps_mode must be 'add' or 'max', not '{mode}'")
+
+
 OPS: list[type[CoreOp]] = [
     BatchNormInferenceOp,
     SoftmaxOp,
     LogSoftmaxOp,
     LRNOp,
     MVNOp,
+    NormalizeL2Op,
 ]
