@@ -132,6 +132,7 @@ def compile(  # noqa: A001 - the API the design names
     input_shapes: str | Mapping[str, Sequence[int | None]] | None = None,
     cache_size: int | None = None,
     check_numerics: bool | tuple[float, float] = False,
+    backend: str = "jax",
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
@@ -143,7 +144,8 @@ def compile(  # noqa: A001 - the API the design names
     `specialize.DEFAULT_CACHE_SIZE`). A call whose inputs contradict the model's declared
     shapes or dtypes raises `mlconv.errors.InputError`. `check_numerics` (True, or
     (rtol, atol)) first runs the IR after every pass on seeded random inputs and raises
-    `NumericsDivergence` naming the first pass and op that change the numbers."""
+    `NumericsDivergence` naming the first pass and op that change the numbers.
+    `backend="openvino"` runs the core IR in the OpenVINO runtime instead of JAX (cpu)."""
     from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.backends.specialize import (
@@ -168,6 +170,12 @@ def compile(  # noqa: A001 - the API the design names
     CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
         make_context(), module
     )
+    if backend != "jax":
+        if backend != "openvino":
+            raise OptionError(f"unknown backend '{backend}' (jax, openvino)")
+        from mlconv.backends.openvino_backend import compile_module as compile_openvino
+
+        return compile_openvino(module, device)
     if needs_specialization(module):
         return SpecializingModule(
             module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size

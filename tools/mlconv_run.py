@@ -57,6 +57,10 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--device", choices=["cpu", "gpu", "tpu"], default=None)
     parser.add_argument(
+        "--backend", choices=["jax", "openvino"], default="jax",
+        help="run through JAX/XLA (default) or the OpenVINO runtime (cpu)",
+    )  # fmt: skip
+    parser.add_argument(
         "--input-shapes",
         action="append",
         default=[],
@@ -319,6 +323,8 @@ def _run(argv: list[str] | None) -> int:
         compiled = _Interpreted(model)
     else:
         options: dict[str, Any] = {"input_shapes": shapes} if shapes else {}
+        if args.backend != "jax":
+            options["backend"] = args.backend
         try:
             compiled = mlconv.compile(model, device=args.device, **options)
         except MlconvError as error:
