@@ -29,6 +29,7 @@ FAMILIES = (
     "core_vision",
     "core_signal",
     "core_quant",
+    "core_custom",
 )
 
 OPS: list[type[CoreOp]] = [

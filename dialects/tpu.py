@@ -369,6 +369,10 @@ def _primitives() -> dict[str, Any]:
 
 def primitive(name: str) -> Any:
     """The jax primitive object named `name`."""
+    if name == CustomCallOp.PRIMITIVE:
+        from mlconv.custom_ops import custom_call_p
+
+        return custom_call_p
     return _primitives()[name]
 
 
@@ -397,6 +401,27 @@ PRIMITIVE_OPS: dict[str, type[PrimitiveOp]] = {
 }
 globals().update({cls.__name__: cls for cls in PRIMITIVE_OPS.values()})
 
+
+@irdl_op_definition
+class CustomCallOp(PrimitiveOp):
+    """A custom op run on the host (core.Custom lowered): binds `mlconv.custom_ops`'s primitive,
+    which calls the Python implementation registered for (`domain`, `op_type`) with `attrs`
+    (`jax.pure_callback` under jit). The result shapes and dtypes are parameters too.
+
+        %y = "tpu.custom_call"(%x) {domain = "com.example", op_type = "SoftClip",
+               attrs = [["alpha", 2.0 : f64]], result_shapes = [array<i64: 2, 3>],
+               result_dtypes = [f32]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    """
+
+    name = "tpu.custom_call"
+    PRIMITIVE: ClassVar[str] = "mlconv_custom_call"
+    MULTIPLE_RESULTS: ClassVar[bool] = True
+    inputs = var_operand_def()
+    outputs = var_result_def()
+
+
+PRIMITIVE_OPS[CustomCallOp.PRIMITIVE] = CustomCallOp
+
 TPU = Dialect(
     "tpu", [ConstantOp, YieldOp, RegionOp, *CONTROL_OPS.values(), *PRIMITIVE_OPS.values()], []
 )
@@ -405,6 +430,7 @@ __all__ = [
     "CONTROL_OPS",
     "PRIMITIVE_OPS",
     "CondOp",
+    "CustomCallOp",
     "ScanOp",
     "WhileOp",
     "TPU",
