@@ -32,6 +32,7 @@ from mlconv.errors import MlconvError, OptionError
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
+LOCATION_WIDTH = 48
 
 
 @dataclass
@@ -108,7 +109,7 @@ class SourceComparison:
             if not rows and title == "layers":
                 continue
             lines.append(f"{title}:")
-            width = max([len(r.location) for r in rows] + [8])
+            width = min(max([len(r.location) for r in rows] + [8]), LOCATION_WIDTH)
             lines.append(
                 f"  {'location':<{width}}  {'op':<16} {'shape':<18} {'max abs':>10} "
                 f"{'max rel':>10}  status"
@@ -116,8 +117,11 @@ class SourceComparison:
             for row in rows:
                 status = "DIVERGED" if row.diverged else "ok"
                 mark = "  << first divergence" if row is first else ""
+                where = row.location
+                if len(where) > width:  # keep the end: the layer's own name
+                    where = "..." + where[len(where) - width + 3 :]
                 text = (
-                    f"  {row.location:<{width}}  {row.op_type[:16]:<16} "
+                    f"  {where:<{width}}  {row.op_type[:16]:<16} "
                     f"{'x'.join(map(str, row.shape)) or 'scalar':<18} {row.max_abs:>10.3g} "
                     f"{row.max_rel:>10.3g}  {status}{mark}"
                 )
@@ -329,9 +333,18 @@ def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
 
 def _run_tflite(path: str, names, arrays, per_layer: bool):
     """(outputs, intermediates) by LiteRT with every tensor preserved."""
-    from ai_edge_litert.interpreter import Interpreter
+    import warnings
 
-    interpreter = Interpreter(model_path=path, experimental_preserve_all_tensors=True)
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    with warnings.catch_warnings():  # "preserve_all_tensors is for debugging": it is here
+        warnings.simplefilter("ignore")
+        interpreter = Interpreter(
+            model_path=path,
+            experimental_preserve_all_tensors=True,
+            # no XNNPACK: the delegate would replace the ops whose outputs are compared
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
     interpreter.allocate_tensors()
     for detail, array in zip(interpreter.get_input_details(), arrays, strict=True):
         if tuple(detail["shape"]) != array.shape:
@@ -346,7 +359,7 @@ def _run_tflite(path: str, names, arrays, per_layer: bool):
         tensors = {d["index"]: d["name"] for d in interpreter.get_tensor_details()}
         for op in interpreter._get_ops_details():  # noqa: SLF001 - LiteRT's only op listing
             produced = [int(i) for i in op["outputs"] if int(i) >= 0]
-            if not produced:
+            if not produced or op["op_name"] == "DELEGATE":
                 continue
             where = tensors.get(produced[0], "")
             for position, index in enumerate(produced):

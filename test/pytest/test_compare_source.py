@@ -1,0 +1,160 @@
+"""`mlconv-run MODEL --compare-with-source [--per-layer] [--json]`: onnxruntime, TensorFlow and
+LiteRT beside mlconv, per output and per intermediate tensor, on a Keras model (SavedModel and
+.tflite) and ONNX models built here with seeded random weights; a lowering broken on purpose is
+found at its layer."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from test_check_numerics import broken_max, max_model  # noqa: F401 - fixture and model
+
+from mlconv.tools import mlconv_run
+from mlconv.tools.compare_source import compare_with_source
+
+
+def cnn_onnx(path) -> str:
+    """conv -> relu -> global pool -> flatten -> matmul -> softmax, seeded random weights."""
+    rng = np.random.default_rng(0)
+    weights = {
+        "w1": (0.3 * rng.standard_normal((8, 3, 3, 3))).astype(np.float32),
+        "b1": rng.standard_normal(8).astype(np.float32),
+        "w2": (0.3 * rng.standard_normal((8, 10))).astype(np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("GlobalAveragePool", ["r1"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("MatMul", ["f", "w2"], ["logits"], name="fc"),
+        helper.make_node("Softmax", ["logits"], ["y"], name="softmax"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def run_json(capsys, *argv: str) -> tuple[int, dict]:
+    status = mlconv_run.main([*argv, "--compare-with-source", "--json"])
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out)
+
+
+def test_onnx_per_layer_json(tmp_path, capsys):
+    path = cnn_onnx(tmp_path / "cnn.onnx")
+    status, report = run_json(capsys, path, "--per-layer")
+    assert status == 0
+    assert (
+        report["runtime"] == "onnxruntime" and report["ok"] and report["first_divergence"] is None
+    )
+    assert [(o["name"], o["shape"]) for o in report["outputs"]] == [("y", [1, 10])]
+    layers = {row["location"]: row for row in report["layers"]}
+    assert list(layers) == ["conv1", "relu1", "pool", "flatten", "fc", "softmax"]
+    assert layers["conv1"]["shape"] == [1, 8, 8, 8] and layers["conv1"]["op_type"] == "Conv"
+    assert all(0 <= row["max_abs"] < 1e-5 and not row["diverged"] for row in layers.values())
+
+
+def test_onnx_inputs_decide_the_output(tmp_path):
+    """The model's output depends on its input (a comparison that can fail)."""
+    path = cnn_onnx(tmp_path / "cnn.onnx")
+    first = compare_with_source(path, seed=0)
+    x = np.random.default_rng(5).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    second = compare_with_source(path, {"x": x})
+    assert first.ok and second.ok
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": x})
+    (y0,) = session.run(None, {"x": np.zeros_like(x)})
+    assert np.abs(y - y0).max() > 1e-3
+
+
+def test_broken_lowering_is_found_at_its_layer(broken_max, tmp_path, capsys):  # noqa: F811
+    path = max_model(tmp_path / "max.onnx")
+    status, report = run_json(capsys, path, "--per-layer")
+    assert status == 1
+    assert not report["ok"]
+    assert report["first_divergence"]["location"] == "max"
+    rows = {row["location"]: row for row in report["layers"]}
+    assert not rows["mm"]["diverged"] and rows["max"]["diverged"] and rows["tanh"]["diverged"]
+    # the table marks it too, and the error line names it
+    assert mlconv_run.main([path, "--compare-with-source", "--per-layer"]) == 1
+    captured = capsys.readouterr()
+    marked = [line for line in captured.out.splitlines() if "<< first divergence" in line]
+    assert len(marked) == 1 and marked[0].startswith("  max ")
+    assert captured.err.strip() == (
+        f"{path}: error: mlconv diverges from onnxruntime at layer 'max' "
+        f"(max abs {report['first_divergence']['max_abs']:.3g})"
+    )
+
+
+def test_compare_needs_a_source_model(tmp_path, capsys):
+    mlir = tmp_path / "m.mlir"
+    mlir.write_text("builtin.module {}\n")
+    assert mlconv_run.main([str(mlir), "--compare-with-source"]) == 1
+    assert "--compare-with-source needs an .onnx file" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def keras_model(tmp_path_factory):
+    """A Keras CNN with seeded random weights and BatchNorm statistics, as a SavedModel
+    (`model.export`) and a .tflite (`from_keras_model`)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(7)
+    x = keras.Input((12, 12, 3), name="x")
+    h = keras.layers.Conv2D(8, 3, padding="same", name="conv")(x)
+    h = keras.layers.BatchNormalization(name="bn")(h)
+    h = keras.layers.ReLU(name="relu")(h)
+    h = keras.layers.MaxPooling2D(2, name="pool")(h)
+    h = keras.layers.GlobalAveragePooling2D(name="gap")(h)
+    model = keras.Model(x, keras.layers.Dense(5, name="dense")(h))
+    rng = np.random.default_rng(7)
+    model.get_layer("bn").set_weights(
+        [
+            rng.uniform(0.5, 1.5, 8).astype(np.float32),
+            rng.standard_normal(8).astype(np.float32),
+            (0.1 * rng.standard_normal(8)).astype(np.float32),
+            rng.uniform(0.5, 2.0, 8).astype(np.float32),
+        ]
+    )
+    folder = tmp_path_factory.mktemp("keras")
+    model.export(str(folder / "saved"), verbose=False)
+    (folder / "m.tflite").write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    return folder
+
+
+def test_keras_saved_model_per_layer(keras_model, capsys):
+    status, report = run_json(capsys, str(keras_model / "saved"), "--per-layer")
+    assert status == 0 and report["runtime"] == "TensorFlow" and report["ok"]
+    assert report["outputs"][0]["shape"] == [1, 5]
+    by_type = {row["op_type"]: row for row in report["layers"]}
+    assert {"Conv2D", "Relu", "MaxPool", "Mean", "MatMul"} <= set(by_type)
+    # NHWC on TensorFlow's side, compared with mlconv's NCHW value moved back
+    assert by_type["Conv2D"]["shape"] == [1, 12, 12, 8]
+    assert by_type["Relu"]["location"].endswith("relu_1/Relu")
+    assert all(row["max_abs"] < 1e-5 for row in report["layers"])
+
+
+def test_keras_tflite_per_layer(keras_model, capsys):
+    status, report = run_json(capsys, str(keras_model / "m.tflite"), "--per-layer")
+    assert status == 0 and report["runtime"] == "LiteRT" and report["ok"]
+    kinds = [row["op_type"] for row in report["layers"]]
+    assert kinds == ["CONV_2D", "MAX_POOL_2D", "MEAN", "FULLY_CONNECTED"]
+    assert report["layers"][1]["shape"] == [1, 6, 6, 8]
+    assert report["layers"][-1]["location"] == report["outputs"][0]["name"]
