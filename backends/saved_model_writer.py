@@ -53,44 +53,6 @@ def _as_tf(exported: Any, name: str):
     return function.get_concrete_function()
 
 
-def source_function_name(saved_model: str | os.PathLike, kind: str, value: str) -> str:
-    """The concrete function's name in `saved_model.pb` that a `tpu_functions` entry selects:
-    kind is function_alias, concrete_function_name or signature_name."""
-    meta = read_saved_model(Path(saved_model)).meta_graphs[0]
-    if kind == "concrete_function_name":
-        return value
-    if kind == "function_alias":
-        names = [f for f, a in meta.meta_info_def.function_aliases.items() if a == value]
-        if len(names) != 1:
-            raise BackendError(
-                f"function alias '{value}' names {len(names)} concrete functions in "
-                f"{saved_model}; give one by concrete_function_name"
-            )
-        return names[0]
-    graph = meta.object_graph_def
-    signatures = next(
-        (c.node_id for c in graph.nodes[0].children if c.local_name == "signatures"), None
-    )
-    if signatures is not None:
-        for child in graph.nodes[signatures].children:
-            if child.local_name == value:
-                node = graph.nodes[child.node_id]
-                kind_ = node.WhichOneof("kind")
-                if kind_ == "bare_concrete_function":
-                    return node.bare_concrete_function.concrete_function_name
-                if kind_ == "function" and len(node.function.concrete_functions) == 1:
-                    return node.function.concrete_functions[0]
-    raise BackendError(f"{saved_model}: cannot find the concrete function of signature '{value}'")
-
-
-def read_saved_model(path: Path):
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((path / "saved_model.pb").read_bytes())
-    return proto
-
-
 def _replace_body(function_def: Any, concrete: Any) -> None:
     """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments."""
     from tensorflow.core.framework import types_pb2
@@ -132,6 +94,8 @@ def write_from_saved_model(
     """`source`'s SavedModel with each placed concrete function (`placement`: artifact
     function name -> concrete function name in saved_model.pb) computed by its XlaCallModule."""
     source = Path(source)
+    from mlconv.frontends.tf_placement import read_saved_model
+
     proto = read_saved_model(source)
     library = {f.signature.name: f for f in proto.meta_graphs[0].graph_def.library.function}
     for artifact_name, function_name in placement.items():

@@ -11,12 +11,14 @@ seed's own flag spellings (`--input_model_dir`, `--output_model_dir`,
 per phase with its time goes to stderr (`--quiet` silences it).
 
 Placement: for a SavedModel, `tpu_functions` names the function to place (function_alias,
-concrete_function_name or signature_name; none: the `serving_default` signature); ONNX and
-TFLite models are placed whole. bfloat16 (`tpu-bf16`, on by default as in the seed, with its
-scope, filterlist and safety check) is applied to the TPU functions; io_shape_optimization,
-batching and sharding are not performed yet: a DEFAULT io_shape_optimization is listed in the
-manifest's `not_performed`, an explicit request is refused. The output is an artifact folder (backends/artifact.py) holding
-the TPU functions as serialized jax.export modules with their weights and a manifest.
+concrete_function_name, signature_name or jit_compile_functions; none: the `serving_default`
+signature), checked as the seed's converter does (frontends/tf_placement.py: duplicates,
+indirect calls between TPU functions, host-only ops); ONNX and TFLite models are placed whole.
+bfloat16 (`tpu-bf16`, on by default as in the seed, with its scope, filterlist and safety
+check) is applied to the TPU functions. The output is an artifact folder (backends/artifact.py)
+holding the TPU functions as serialized jax.export modules with their weights, a manifest, and
+OUTDIR/saved_model: the model as a SavedModel whose TPU functions are XlaCallModule ops
+(backends/saved_model_writer.py), the host part around them left in TensorFlow.
 """
 
 from __future__ import annotations
@@ -79,49 +81,36 @@ class Phases:
         return result
 
 
-def frontend_options(settings: Any, model: Path) -> tuple[dict[str, str], list[str]]:
-    """The TF frontend's function choice from `tpu_functions`, and the TPU function names."""
+def place(settings: Any, model: Path) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """From `tpu_functions`: the TF frontend's function choice, the TPU function names, and
+    (for a SavedModel) each TPU function's concrete function name in saved_model.pb, checked by
+    frontends/tf_placement.py (duplicates, indirect calls, host-only ops)."""
     functions = list(settings.tpu_functions)
-    if not functions:
-        return {}, []
     if not model.is_dir():
-        raise OptionError(
-            "tpu_functions: names functions of a SavedModel; an ONNX or TFLite model is placed on "
-            "the TPU whole (leave tpu_functions out)"
-        )
-    if len(functions) > 1:
-        raise OptionError(
-            f"tpu_functions: {len(functions)} functions given; this version of mlconv-convert "
-            "places one function of a SavedModel (give one tpu_functions entry)"
-        )
-    function = functions[0]
-    kind = function.WhichOneof("name")
-    if kind == "jit_compile_functions":
-        raise OptionError(
-            "tpu_functions[0].jit_compile_functions: not supported yet; name the function with "
-            "function_alias, concrete_function_name or signature_name"
-        )
-    keyword = {
-        "function_alias": "alias",
-        "concrete_function_name": "function",
-        "signature_name": "signature",
-    }[kind]
-    value = getattr(function, kind)
-    return {keyword: value}, [value]
+        if functions:
+            raise OptionError(
+                "tpu_functions: names functions of a SavedModel; an ONNX or TFLite model is "
+                "placed on the TPU whole (leave tpu_functions out)"
+            )
+        return {}, [], {}
+    from mlconv.frontends.tf_placement import place_tpu_functions
 
-
-def saved_model_placement(settings: Any, model: Path, names: list[str]) -> dict[str, str]:
-    """For a SavedModel: the artifact's function name -> the concrete function's name in its
-    saved_model.pb (the function OUTDIR/saved_model computes by XlaCallModule)."""
-    from mlconv.backends.saved_model_writer import SERVING, source_function_name
-
-    if not model.is_dir():
-        return {}
-    functions = list(settings.tpu_functions)
-    if not functions:
-        return {"tpu_function_0": source_function_name(model, "signature_name", SERVING)}
-    kind = functions[0].WhichOneof("name")
-    return {names[0]: source_function_name(model, kind, getattr(functions[0], kind))}
+    placed = place_tpu_functions(model, functions)
+    if len(placed) > 1:
+        raise OptionError(
+            f"tpu_functions: {len(placed)} functions selected; this version of mlconv-convert "
+            "places one function of a SavedModel"
+        )
+    (chosen,) = placed
+    if chosen.kind == "function_alias":
+        frontend = {"alias": chosen.label}
+    elif chosen.kind == "signature_name":
+        frontend = {"signature": chosen.label}
+    else:
+        frontend = {"function": chosen.concrete_name}
+    names = [chosen.label] if functions else []
+    name = chosen.label if functions else "tpu_function_0"
+    return frontend, names, {name: chosen.concrete_name}
 
 
 def unsupported_options(settings: Any, explicit: Any) -> list[str]:
@@ -169,7 +158,7 @@ def convert(
     )
     settings = ConversionSettings.from_options(options)
     path = Path(model)
-    frontend, names = frontend_options(settings, path)
+    frontend, names, placement = place(settings, path)
     pending = unsupported_options(settings, options)
     module = phases.run("import", lambda: load_model(model, **frontend))
     phases.run("lower to core", lambda: lower_to_core(module))
@@ -196,7 +185,6 @@ def convert(
         phases.run("bfloat16 (tpu-bf16)", lambda: bf16.apply(make_context(), module))
     from google.protobuf import text_format
 
-    placement = saved_model_placement(settings, path, names)
     manifest = phases.run(
         "export and write",
         lambda: save_artifact(

@@ -27,7 +27,7 @@ from mlconv.tools.converter_options import (
     field_path_at,
     parse_converter_options,
 )
-from mlconv.tools.mlconv_convert import convert
+from mlconv.tools.mlconv_convert import PROG, convert
 
 # The seed's own example (its docker command line), with the batching block that a later
 # version supports; see test_batch_options_are_refused_until_supported.
@@ -526,3 +526,144 @@ def test_model_already_in_bfloat16_needs_skip_safety_checks(tmp_path):
     convert(str(path), str(tmp_path / "out"), options)
     x = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
     np.testing.assert_array_equal(mlconv.load(tmp_path / "out")(x)[0], np.maximum(x, 0))
+
+
+# --------------------------------------------------------------------------- placement
+
+
+@pytest.fixture(scope="module")
+def placement_model(tmp_path_factory):
+    """A SavedModel of the seed's placement cases: `tpu_func` (a dense layer with random
+    weights), `outer` calling it through `middle` (indirectly), `direct` calling it directly,
+    `bad_func` with two host-only string ops, `jitted` (jit_compile=True), and a string-taking
+    serving signature whose parsing stays on the host."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    tf = pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(9)
+    spec = [tf.TensorSpec((2, 6), tf.float32)]
+
+    class Module(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(rng.standard_normal((6, 3)).astype(np.float32))
+
+        @tf.function(input_signature=spec)
+        def tpu_func(self, x):
+            return tf.tanh(tf.matmul(x, self.w))
+
+        @tf.function(input_signature=spec)
+        def middle(self, x):
+            return self.tpu_func(x) + 1.0
+
+        @tf.function(input_signature=spec)
+        def outer(self, x):
+            return self.middle(x) * 3.0
+
+        @tf.function(input_signature=spec)
+        def direct(self, x):
+            return self.tpu_func(x) * 3.0
+
+        @tf.function(input_signature=[tf.TensorSpec((2, 6), tf.string)])
+        def bad_func(self, s):
+            return tf.strings.to_number(tf.strings.substr(s, 0, 3))
+
+        @tf.function(input_signature=spec, jit_compile=True)
+        def jitted(self, x):
+            return tf.nn.relu(tf.matmul(x, self.w)) - 0.5
+
+        @tf.function(input_signature=[tf.TensorSpec((2, 6), tf.string)])
+        def serve(self, text):
+            return {"y": self.tpu_func(tf.strings.to_number(text)) * 2.0}
+
+    module = Module()
+    names = ("tpu_func", "middle", "outer", "direct", "bad_func", "jitted")
+    saved = tmp_path_factory.mktemp("placement") / "saved"
+    tf.saved_model.save(
+        module,
+        str(saved),
+        signatures={"serving_default": module.serve},
+        options=tf.saved_model.SaveOptions(
+            function_aliases={name: getattr(module, name) for name in names}
+        ),
+    )
+    return tf, module, saved
+
+
+def aliases(*names: str) -> str:
+    return "".join(f'tpu_functions {{ function_alias: "{n}" }}\n' for n in names)
+
+
+def test_duplicate_selection_of_one_function_is_refused(placement_model, tmp_path):
+    from mlconv.frontends.tf_placement import read_saved_model
+
+    _, _, saved = placement_model
+    meta = read_saved_model(saved).meta_graphs[0]
+    (concrete,) = [f for f, a in meta.meta_info_def.function_aliases.items() if a == "tpu_func"]
+    options = aliases("tpu_func") + f'tpu_functions {{ concrete_function_name: "{concrete}" }}'
+    with pytest.raises(OptionError) as error:
+        convert(str(saved), str(tmp_path / "out"), options)
+    assert str(error.value) == (
+        f"error: tpu_functions[1].concrete_function_name: '{concrete}' selects the function "
+        f"{concrete}, already selected by tpu_functions[0].function_alias 'tpu_func'; provide "
+        "a given function only once"
+    )
+
+
+def test_tpu_function_indirectly_calling_another_is_the_seeds_error(placement_model, tmp_path):
+    from mlconv.frontends.tf_placement import place_tpu_functions
+
+    _, _, saved = placement_model
+    with pytest.raises(OptionError) as error:
+        convert(str(saved), str(tmp_path / "out"), aliases("outer", "tpu_func"))
+    assert error.value.message == (
+        'Unable to place both "outer" and "tpu_func" on the TPU because "outer" indirectly '
+        'calls "tpu_func". This behavior is unsupported because it can cause invalid graphs to '
+        "be generated."
+    )
+    options = parse_converter_options(aliases("direct", "tpu_func"))
+    placed = place_tpu_functions(saved, options.tpu_functions)  # a direct call is fine
+    assert [p.label for p in placed] == ["direct", "tpu_func"]
+
+
+def test_host_only_ops_in_a_placed_function_are_all_reported(placement_model, tmp_path):
+    _, _, saved = placement_model
+    result = subprocess.run(
+        ["mlconv-convert", str(saved), "-o", str(tmp_path / "out"), "--quiet"]
+        + ["--converter-options-string", aliases("bad_func")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    line = result.stderr.strip().splitlines()[-1]  # before it: TensorFlow's own start-up lines
+    assert line.startswith(f"{PROG}: loc(\"bad_func/Substr\"): error: 'tf.Substr' op")
+    assert "'tf.Substr' op isn't compilable for TPU device. (node bad_func/Substr)" in line
+    assert "'tf.StringToNumber' op isn't compilable for TPU device." in line
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_host_ops_outside_placed_functions_stay_on_the_host(placement_model, tmp_path):
+    tf, module, saved = placement_model
+    out = tmp_path / "out"
+    convert(str(saved), str(out), aliases("tpu_func") + NO_DEFAULT_OPTIMIZATIONS)
+    rng = np.random.default_rng(10)
+    x, other = (rng.standard_normal((2, 6)).astype(np.float32) for _ in range(2))
+    text = np.vectorize(lambda v: f"{v:.6f}")(x).astype(object)
+    expected = module.serve(tf.constant(text))["y"].numpy()
+    served = serve_saved_model(tf, out / "saved_model", text=text)["y"]
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+    assert xla_call_functions(out / "saved_model")[0].startswith("__inference_tpu_func")
+    (got,) = mlconv.load(out)(x)
+    np.testing.assert_allclose(got, module.tpu_func(x).numpy(), rtol=1e-5, atol=1e-5)
+    sensitivity.assert_input_sensitive(got, module.tpu_func(other).numpy(), rtol=1e-5)
+
+
+def test_jit_compile_functions_places_the_jit_compiled_function(placement_model, tmp_path):
+    tf, module, saved = placement_model
+    out = tmp_path / "out"
+    options = "tpu_functions { jit_compile_functions: true }\n" + NO_DEFAULT_OPTIMIZATIONS
+    manifest = convert(str(saved), str(out), options)
+    (function,) = manifest["functions"]
+    assert "jitted" in function["name"]
+    x = np.random.default_rng(11).standard_normal((2, 6)).astype(np.float32)
+    (got,) = mlconv.load(out)(x)
+    np.testing.assert_allclose(got, module.jitted(x).numpy(), rtol=1e-5, atol=1e-5)
