@@ -4,7 +4,8 @@
     mlconv-translate --import-onnx model.onnx --check       # every op that would fail to lower
     mlconv-translate --import-tf saved_model_dir --signature serving_default
     mlconv-translate --import-tflite model.tflite
-    mlconv-translate --export-openvino model.mlir -o model.xml
+    mlconv-translate --export-openvino model.mlir -o model.xml [--compress-to-fp16]
+    mlconv-translate --import-openvino model.xml -o model.mlir
 
 Translations are a table (`TRANSLATIONS`): a flag names a lazily imported function. To add one,
 add an entry; imports take the model path (plus the options in `extra`) and return a ModuleOp,
@@ -90,6 +91,13 @@ TRANSLATIONS: dict[str, Translation] = {
             "export_openvino",
             "core-dialect IR -> OpenVINO IR (.xml + .bin beside it)",
             direction="export",
+            extra=("compress_to_fp16",),
+        ),
+        Translation(
+            "--import-openvino",
+            "mlconv.backends.openvino_ir",
+            "import_openvino",
+            "OpenVINO IR .xml (+ .bin beside it) -> core dialect",
         ),
         Translation(
             "--export-tflite",
@@ -130,6 +138,11 @@ def make_parser() -> ToolArgumentParser:
         action="store_true",
         help="imports: lower a copy to core and tpu ops as a dry run; report every op that "
         "would fail (exit 1) instead of printing the IR",
+    )
+    parser.add_argument(
+        "--compress-to-fp16",
+        action="store_true",
+        help="--export-openvino: store f32 weights as f16 (decompressed when the model loads)",
     )
     parser.add_argument("--allow-unregistered-dialect", action="store_true")
     return parser
@@ -204,7 +217,8 @@ def _export(args: Any, translation: Translation, path: str) -> int:
     destination = os.path.dirname(os.path.abspath(args.output))
     staging = tempfile.mkdtemp(prefix=".mlconv-translate.", dir=destination)
     try:
-        function(module, os.path.join(staging, os.path.basename(args.output)))
+        kwargs = {name: getattr(args, name) for name in translation.extra if getattr(args, name)}
+        function(module, os.path.join(staging, os.path.basename(args.output)), **kwargs)
         for name in os.listdir(staging):
             os.replace(os.path.join(staging, name), os.path.join(destination, name))
     finally:
@@ -221,6 +235,8 @@ def _run(argv: list[str] | None) -> int:
     for name in ("signature", "alias", "function"):
         if getattr(args, name) is not None and name not in translation.extra:
             raise OptionError(f"--{name} goes with --import-tf")
+    if args.compress_to_fp16 and "compress_to_fp16" not in translation.extra:
+        raise OptionError("--compress-to-fp16 goes with --export-openvino")
     try:
         if translation.direction == "import":
             return _import(args, translation, path)

@@ -1,0 +1,514 @@
+"""OpenVINO IR (v11 .xml + .bin) from core IR, and back.
+
+    export_openvino(module, "model.xml")                 # mlconv-translate --export-openvino
+    export_openvino(module, "model.xml", compress_to_fp16=True)
+    module = import_openvino("model.xml")                # mlconv-translate --import-openvino
+    xml, weights = to_openvino_ir(module)                 # in memory (the OpenVINO backend)
+
+The writer takes `func.func @main` of a core module (framework dialects are lowered to core
+first): Parameters first (ids from 0, in argument order), then the ops in block order (which is
+topological), Results last. Each op becomes the layer its entry in the table of
+`backends/openvino_layers.py` describes; input ports are numbered first, then output ports,
+each with its `precision` and `<dim>`s (-1 for a dynamic dim). A Const layer points into the
+.bin by `offset`/`size`; identical constants are stored once (hashed, then compared byte by
+byte). `compress_to_fp16` stores f32 constants as f16 followed by a Convert marked with the
+`decompression` rt_info, as `ovc --compress_to_fp16` does.
+
+Before writing, every op's result types are checked against the types its semantics infer
+(OpenVINO's reader re-infers them silently and would hide a wrong type); every op without a
+layer is reported at once. The two files are written to temporary names and renamed: an
+error leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Region, SSAValue
+
+from mlconv.dense import numpy_dtype, tensor_type, to_numpy
+from mlconv.dialects.core import OPS_BY_NAME
+from mlconv.dialects.core_base import CoreOp
+from mlconv.errors import BackendError, FrontendError
+from mlconv.passes.lowering.registry import lookup
+
+IR_VERSION = "11"
+
+
+def _main(module: ModuleOp) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise BackendError("the module has no func.func @main to write as OpenVINO IR")
+
+
+def _names(attrs: ArrayAttr | None, count: int, prefix: str) -> list[str]:
+    names = [f"{prefix}{i}" for i in range(count)]
+    for i, entry in enumerate(attrs.data if attrs else []):
+        if isinstance(entry, DictionaryAttr) and isinstance(
+            name := entry.data.get("mlconv.name"), StringAttr
+        ):
+            names[i] = name.data
+    return names
+
+
+def _element(value: SSAValue, where) -> tuple[str, str, list[int]]:
+    """(element_type, precision, dims) of a ranked tensor value."""
+    from mlconv.backends.openvino_layers import ELEMENT_TYPES
+
+    t = value.type
+    if not isinstance(t, TensorType):
+        raise BackendError.at(where, f"has a value of type {t}: OpenVINO IR needs a ranked tensor")
+    try:
+        dtype = numpy_dtype(t.get_element_type())
+        element, precision = ELEMENT_TYPES[np.dtype(dtype)]
+    except (KeyError, ValueError, TypeError):
+        raise BackendError.at(
+            where, f"has element type {t.get_element_type()}, which OpenVINO IR cannot hold"
+        ) from None
+    return element, precision, [int(d) for d in t.get_shape()]
+
+
+def _check_types(op: CoreOp) -> None:
+    """The op's declared result types against the types its semantics infer."""
+    from mlconv.passes.core_semantics import infer_result_types
+
+    try:
+        inferred = infer_result_types(op)
+    except Exception:  # noqa: BLE001 - an op semantics cannot type is caught by OpenVINO later
+        return
+    for result, expected in zip(op.results, inferred or [], strict=False):
+        declared = result.type
+        if not isinstance(declared, TensorType) or not isinstance(expected, TensorType):
+            continue
+        same_rank = len(declared.get_shape()) == len(expected.get_shape())
+        clash = not same_rank or any(
+            d >= 0 and e >= 0 and d != e
+            for d, e in zip(declared.get_shape(), expected.get_shape(), strict=True)
+        )
+        if clash or declared.get_element_type() != expected.get_element_type():
+            raise BackendError.at(
+                op, f"declares result type {declared} but its semantics give {expected}"
+            )
+
+
+class _Writer:
+    def __init__(self, compress_to_fp16: bool = False):
+        self.compress = compress_to_fp16
+        self.layers: list[ET.Element] = []
+        self.edges: list[tuple[int, int, int, int]] = []
+        self.ports: dict[SSAValue, tuple[int, int]] = {}
+        self.blobs: dict[str, list[tuple[int, bytes]]] = {}  # sha256 -> [(offset, bytes)]
+        self.weights = bytearray()
+        self.names: set[str] = set()
+
+    # --- pieces -------------------------------------------------------------------------------
+    def _name(self, wanted: str) -> str:
+        name, i = wanted, 1
+        while name in self.names:
+            name, i = f"{wanted}_{i}", i + 1
+        self.names.add(name)
+        return name
+
+    def _port(self, parent: ET.Element, port_id: int, value: SSAValue, where, names: str = ""):
+        _, precision, dims = _element(value, where)
+        attrs = {"id": str(port_id), "precision": precision}
+        if names:
+            attrs["names"] = names
+        port = ET.SubElement(parent, "port", attrs)
+        for d in dims:
+            ET.SubElement(port, "dim").text = str(d if d >= 0 else -1)
+
+    def _layer(self, type_: str, version: str, name: str, data: dict[str, str] | None):
+        layer_id = len(self.layers)
+        element = ET.Element(
+            "layer",
+            {"id": str(layer_id), "name": self._name(name), "type": type_, "version": version},
+        )
+        if data is not None:
+            ET.SubElement(element, "data", data)
+        self.layers.append(element)
+        return layer_id, element
+
+    def store(self, raw: bytes) -> int:
+        """The offset of `raw` in the .bin; identical bytes are stored once."""
+        digest = hashlib.sha256(raw).hexdigest()
+        for offset, seen in self.blobs.get(digest, ()):
+            if seen == raw:
+                return offset
+        offset = len(self.weights)
+        self.weights += raw
+        self.blobs.setdefault(digest, []).append((offset, raw))
+        return offset
+
+    def connect(self, element: ET.Element, layer_id: int, values, where, first_port=0) -> int:
+        if not values:
+            return first_port
+        inputs = ET.SubElement(element, "input")
+        for i, value in enumerate(values):
+            source = self.ports.get(value)
+            if source is None:
+                raise BackendError.at(where, "uses a value defined outside @main's body")
+            self._port(inputs, first_port + i, value, where)
+            self.edges.append((*source, layer_id, first_port + i))
+        return first_port + len(values)
+
+    def outputs(self, element, layer_id, values, where, first_port, names=None) -> None:
+        if not values:
+            return
+        outputs = ET.SubElement(element, "output")
+        for i, value in enumerate(values):
+            port_names = (names or {}).get(value, "")
+            self._port(outputs, first_port + i, value, where, port_names)
+            self.ports[value] = (layer_id, first_port + i)
+
+    # --- layers -------------------------------------------------------------------------------
+    def parameter(self, arg: SSAValue, name: str, where) -> None:
+        element, _, dims = _element(arg, where)
+        shape = ",".join(str(d) if d >= 0 else "?" for d in dims)
+        layer_id, layer = self._layer(
+            "Parameter", "opset1", name, {"shape": shape, "element_type": element}
+        )
+        self.outputs(layer, layer_id, [arg], where, 0, {arg: name})
+
+    def constant(self, op: CoreOp, names) -> None:
+        array = to_numpy(op.value)
+        value = op.results[0]
+        name = _loc_name(op) or f"Constant_{len(self.layers)}"
+        compress = (
+            self.compress
+            and array.dtype == np.float32
+            and array.size > 0
+            and np.all(np.abs(array[np.isfinite(array)]) <= np.finfo(np.float16).max)
+        )
+        stored = array.astype(np.float16) if compress else array
+        raw = np.ascontiguousarray(stored).tobytes()
+        from mlconv.backends.openvino_layers import ELEMENT_TYPES
+
+        element = ELEMENT_TYPES[stored.dtype][0]
+        data = {
+            "element_type": element,
+            "shape": ", ".join(str(d) for d in array.shape),
+            "offset": str(self.store(raw)),
+            "size": str(len(raw)),
+        }
+        layer_id, layer = self._layer("Const", "opset1", name, data)
+        if not compress:
+            self.outputs(layer, layer_id, [value], op, 0, names)
+            return
+        # f16 storage, then a Convert back to f32 marked for decompression.
+        outputs = ET.SubElement(layer, "output")
+        port = ET.SubElement(outputs, "port", {"id": "0", "precision": "FP16"})
+        for d in array.shape:
+            ET.SubElement(port, "dim").text = str(d)
+        convert_id, convert = self._layer(
+            "Convert", "opset1", f"{name}/decompression", {"destination_type": "f32"}
+        )
+        rt = ET.SubElement(convert, "rt_info")
+        ET.SubElement(rt, "attribute", {"name": "decompression", "version": "0"})
+        inputs = ET.SubElement(convert, "input")
+        port = ET.SubElement(inputs, "port", {"id": "0", "precision": "FP16"})
+        for d in array.shape:
+            ET.SubElement(port, "dim").text = str(d)
+        self.edges.append((layer_id, 0, convert_id, 0))
+        self.outputs(convert, convert_id, [value], op, 1, names)
+
+    def op(self, op: CoreOp, names) -> None:
+        from mlconv.backends.openvino_layers import TARGET
+
+        emitter = lookup("core", op.name, None, target=TARGET)
+        spec = emitter(op, self)
+        name = _loc_name(op) or f"{spec.type}_{len(self.layers)}"
+        layer_id, layer = self._layer(spec.type, spec.version, name, spec.data)
+        if spec.rt_info:
+            rt = ET.SubElement(layer, "rt_info")
+            for key, value in spec.rt_info.items():
+                ET.SubElement(rt, "attribute", {"name": key, "version": "0", "value": value})
+        port = self.connect(layer, layer_id, spec.inputs, op)
+        self.outputs(layer, layer_id, spec.outputs, op, port, names)
+
+    def result(self, value: SSAValue, name: str, where) -> None:
+        layer_id, layer = self._layer("Result", "opset1", f"{name}/sink_port_0", None)
+        layer.set("output_names", name)
+        self.connect(layer, layer_id, [value], where)
+
+    def xml(self, name: str) -> bytes:
+        net = ET.Element("net", {"name": name, "version": IR_VERSION})
+        layers = ET.SubElement(net, "layers")
+        layers.extend(self.layers)
+        edges = ET.SubElement(net, "edges")
+        for from_layer, from_port, to_layer, to_port in self.edges:
+            ET.SubElement(
+                edges,
+                "edge",
+                {
+                    "from-layer": str(from_layer),
+                    "from-port": str(from_port),
+                    "to-layer": str(to_layer),
+                    "to-port": str(to_port),
+                },
+            )
+        rt = ET.SubElement(net, "rt_info")
+        ET.SubElement(rt, "MO_version", {"value": "mlconv"})
+        params = ET.SubElement(rt, "conversion_parameters")
+        ET.SubElement(params, "framework", {"value": "mlconv core"})
+        ET.SubElement(params, "compress_to_fp16", {"value": str(self.compress)})
+        ET.indent(net, "\t")
+        return b'<?xml version="1.0"?>\n' + ET.tostring(net, encoding="utf-8") + b"\n"
+
+
+def _loc_name(op) -> str | None:
+    loc = op.location
+    return loc.desc.data if isinstance(loc, NameLoc) else None
+
+
+def _unsupported(body: Block) -> list[BackendError]:
+    from mlconv.backends.openvino_layers import TARGET, UNSUPPORTED
+
+    errors = []
+    for op in body.ops:
+        if isinstance(op, func.ReturnOp) or op.name == "core.Constant":
+            continue
+        if not isinstance(op, CoreOp) or lookup("core", op.name, None, target=TARGET) is None:
+            reason = UNSUPPORTED.get(
+                op.name, "has no OpenVINO layer in backends/openvino_layers.py"
+            )
+            errors.append(BackendError.at(op, f"cannot be written as OpenVINO IR: {reason}"))
+    return errors
+
+
+def to_openvino_ir(
+    module: ModuleOp, *, compress_to_fp16: bool = False, name: str = "mlconv"
+) -> tuple[bytes, bytes]:
+    """The .xml text and .bin bytes of the core module's @main."""
+    from mlconv.backends.openvino_layers import Refused
+
+    function = _main(module)
+    body = function.body.block
+    errors = _unsupported(body)
+    if errors:
+        if len(errors) == 1:
+            raise errors[0]
+        kinds = sorted({e.message.split("'")[1] for e in errors})
+        raise BackendError(
+            f"{len(errors)} ops cannot be written as OpenVINO IR ({', '.join(kinds)}); first: "
+            f"{errors[0].render()}"
+        )
+    for op in body.ops:
+        if isinstance(op, CoreOp) and op.name != "core.Constant":
+            _check_types(op)
+    writer = _Writer(compress_to_fp16)
+    arg_names = _names(function.arg_attrs, len(body.args), "input_")
+    ret = body.last_op
+    res_names = _names(function.res_attrs, len(ret.operands), "output_")
+    port_names: dict[SSAValue, str] = {}
+    for value, res_name in zip(ret.operands, res_names, strict=True):
+        port_names[value] = ",".join(filter(None, [port_names.get(value), res_name]))
+    for arg, arg_name in zip(body.args, arg_names, strict=True):
+        writer.parameter(arg, arg_name, function)
+    for op in body.ops:
+        if op is ret:
+            continue
+        try:
+            if op.name == "core.Constant":
+                writer.constant(op, port_names)
+            else:
+                writer.op(op, port_names)
+        except Refused as refusal:
+            raise BackendError.at(op, f"cannot be written as OpenVINO IR: {refusal}") from None
+    for value, res_name in zip(ret.operands, res_names, strict=True):
+        writer.result(value, res_name, ret)
+    return writer.xml(name), bytes(writer.weights)
+
+
+def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tuple[Path, Path]:
+    """Write `path` (.xml) and the .bin beside it; nothing is left behind on error."""
+    xml_path = Path(path)
+    bin_path = xml_path.with_suffix(".bin")
+    xml, weights = to_openvino_ir(module, name=xml_path.stem, **options)
+    folder = xml_path.parent
+    temporaries = []
+    try:
+        for data in (xml, weights):
+            handle, temporary = tempfile.mkstemp(prefix=".mlconv-ov.", dir=folder)
+            temporaries.append(temporary)
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+        os.replace(temporaries[1], bin_path)
+        os.replace(temporaries[0], xml_path)
+    finally:
+        for temporary in temporaries:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    return xml_path, bin_path
+
+
+def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
+    """mlconv-translate --export-openvino: lower framework dialects to core, then write."""
+    from mlconv.api import framework_dialects, lower_to_core
+
+    if framework_dialects(module):
+        lower_to_core(module)
+    write_openvino(module, path, compress_to_fp16=compress_to_fp16)
+
+
+# --- reader -----------------------------------------------------------------------------------
+def _core_class(type_: str, version: str):
+    from mlconv.backends.openvino_layers import OV_TYPES
+
+    reverse = {ov: core for core, ov in OV_TYPES.items()}
+    return OPS_BY_NAME.get(reverse.get(type_, f"core.{type_}"))
+
+
+def _port_type(port: ET.Element, where: str):
+    from mlconv.backends.openvino_layers import DTYPES
+
+    precision = port.get("precision", "").lower()
+    aliases = {"fp32": "f32", "fp16": "f16", "fp64": "f64", "bool": "boolean"}
+    element = aliases.get(precision, precision)
+    if element not in DTYPES:
+        raise FrontendError(f"port precision '{port.get('precision')}' is not known", where)
+    dims = [int(d.text) for d in port.findall("dim")]
+    return tensor_type([d if d >= 0 else None for d in dims], DTYPES[element])
+
+
+def _assign(specs: tuple[str, ...], values: list[SSAValue]) -> list:
+    """Input values to a core op's operand groups (singles, optionals, one variadic)."""
+    groups: list = []
+    rest = list(values)
+    for i, spec in enumerate(specs):
+        later = sum(1 for s in specs[i + 1 :] if s[0] not in "*?")
+        if spec.startswith("*"):
+            take = len(rest) - later
+            groups.append(rest[:take])
+            rest = rest[take:]
+        elif spec.startswith("?"):
+            groups.append(rest.pop(0) if len(rest) > later else None)
+        else:
+            groups.append(rest.pop(0) if rest else None)
+    return groups
+
+
+def import_openvino(path: str | os.PathLike) -> ModuleOp:
+    """A core module from an OpenVINO IR .xml (and the .bin beside it)."""
+    from mlconv.backends.openvino_layers import DTYPES, RENAMES, parse_value
+
+    xml_path = Path(path)
+    bin_path = xml_path.with_suffix(".bin")
+    try:
+        root = ET.parse(xml_path).getroot()
+    except ET.ParseError as error:
+        raise FrontendError(f"not an OpenVINO IR .xml: {error}") from None
+    weights = bin_path.read_bytes() if bin_path.exists() else b""
+    layers = {layer.get("id"): layer for layer in root.iter("layer")}
+    incoming: dict[tuple[str, str], tuple[str, str]] = {}
+    for edge in root.iter("edge"):
+        incoming[(edge.get("to-layer"), edge.get("to-port"))] = (
+            edge.get("from-layer"),
+            edge.get("from-port"),
+        )
+    # Topological order of the layers (the file's order need not be one).
+    order, state = [], {}
+
+    def visit(layer_id: str) -> None:
+        if state.get(layer_id) == 2:
+            return
+        if state.get(layer_id) == 1:
+            raise FrontendError("the IR's edges form a cycle", layers[layer_id].get("name"))
+        state[layer_id] = 1
+        for port in layers[layer_id].findall("input/port"):
+            source = incoming.get((layer_id, port.get("id")))
+            if source is None:
+                raise FrontendError(
+                    f"input port {port.get('id')} has no edge", layers[layer_id].get("name")
+                )
+            visit(source[0])
+        state[layer_id] = 2
+        order.append(layer_id)
+
+    for layer_id in layers:
+        visit(layer_id)
+
+    params = [x for x in layers.values() if x.get("type") == "Parameter"]
+    results = [x for x in layers.values() if x.get("type") == "Result"]
+    arg_types = [_port_type(p.find("output/port"), p.get("name")) for p in params]
+    block = Block(arg_types=arg_types)
+    values: dict[tuple[str, str], SSAValue] = {}
+    for param, arg in zip(params, block.args, strict=True):
+        values[(param.get("id"), param.find("output/port").get("id"))] = arg
+    unknown = []
+    for layer_id in order:
+        layer = layers[layer_id]
+        type_, name = layer.get("type"), layer.get("name")
+        if type_ in ("Parameter", "Result"):
+            continue
+        inputs = [
+            values[incoming[(layer_id, port.get("id"))]] for port in layer.findall("input/port")
+        ]
+        out_ports = layer.findall("output/port")
+        out_types = [_port_type(p, name) for p in out_ports]
+        data = layer.find("data")
+        data = dict(data.attrib) if data is not None else {}
+        if type_ == "Const":
+            dtype = DTYPES[data["element_type"]]
+            offset, size = int(data["offset"]), int(data["size"])
+            if offset + size > len(weights):
+                raise FrontendError("Const lies outside the .bin", name)
+            shape = [int(d) for d in data.get("shape", "").replace(" ", "").split(",") if d]
+            array = np.frombuffer(weights[offset : offset + size], dtype=dtype).reshape(shape)
+            from mlconv.dialects.core_tensor import ConstantOp
+
+            op = ConstantOp.from_numpy(array.copy())
+        else:
+            cls = _core_class(type_, layer.get("version", ""))
+            if cls is None or not hasattr(cls, "ATTRIBUTES"):
+                unknown.append(f"{type_}-{layer.get('version')}")
+                continue
+            rename = {ov: key for key, ov in RENAMES.get(cls.name, {}).items()}
+            attributes = {}
+            for key, text in data.items():
+                key = rename.get(key, key)
+                if key in cls.ATTRIBUTES:
+                    attributes[key] = parse_value(cls.ATTRIBUTES[key], text)
+            for key, value in list(attributes.items()):
+                if cls.DEFAULTS.get(key, object()) == value:
+                    del attributes[key]
+            op = cls.build_op(_assign(cls.OPERANDS, inputs), out_types, **attributes)
+        op.location = NameLoc(StringAttr(name))
+        block.add_op(op)
+        for port, result in zip(out_ports, op.results, strict=True):
+            values[(layer_id, port.get("id"))] = result
+    if unknown:
+        raise FrontendError(f"OpenVINO layers without a core op: {', '.join(sorted(set(unknown)))}")
+    returned = [values[incoming[(r.get("id"), r.find("input/port").get("id"))]] for r in results]
+    block.add_op(func.ReturnOp(*returned))
+    function = func.FuncOp(
+        "main", ([a.type for a in block.args], [v.type for v in returned]), Region(block)
+    )
+    function.arg_attrs = ArrayAttr(
+        [DictionaryAttr({"mlconv.name": StringAttr(p.get("name"))}) for p in params]
+    )
+    function.res_attrs = ArrayAttr(
+        [
+            DictionaryAttr({"mlconv.name": StringAttr(r.get("output_names") or r.get("name"))})
+            for r in results
+        ]
+    )
+    return ModuleOp([function])
+
+
+__all__ = ["export_openvino", "import_openvino", "to_openvino_ir", "write_openvino"]

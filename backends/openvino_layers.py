@@ -1,0 +1,192 @@
+"""The core -> OpenVINO IR layer table: one emitter per core op, in the lowering registry.
+
+    @lowering("core", "core.AvgPool", target="openvino")
+    def avg_pool(op, w):
+        return w.layer(op, rename={"exclude_pad": "exclude-pad"})
+
+An emitter gets the core op and the IR writer (`backends.openvino_ir._Writer`) and returns a
+`Layer`: the OpenVINO type, `opsetN` (the core op's VERSION), the `<data>` attributes already
+formatted as the opset specification writes them, the input values (one port each) and the
+output values. Core ops follow OpenVINO's opset specifications, so most ops are `generic`: the
+type is the core name, every declared attribute is written under its own name. The others
+rename an attribute (AvgPool's `exclude-pad`), drop ONNX-only attributes at their default
+(Interpolate) or are refused with a reason (`UNSUPPORTED`). The reader (`import_openvino`)
+inverts the same table: `OV_TYPES` and `RENAMES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from mlconv.dialects.core import OPS_BY_NAME
+from mlconv.dialects.core_base import BOOL, FLOAT, FLOATS, INT, INTS, STR, STRS, TYPE, CoreOp
+from mlconv.passes.lowering.registry import lowering
+
+TARGET = "openvino"
+
+# OpenVINO spells a few types differently from the core op's name.
+OV_TYPES = {"core.Relu": "ReLU", "core.Constant": "Const"}
+
+# numpy dtype -> (OpenVINO element_type, port precision)
+ELEMENT_TYPES: dict[np.dtype, tuple[str, str]] = {
+    np.dtype(name): pair
+    for name, pair in {
+        "float32": ("f32", "FP32"),
+        "float16": ("f16", "FP16"),
+        "float64": ("f64", "FP64"),
+        "int8": ("i8", "I8"),
+        "int16": ("i16", "I16"),
+        "int32": ("i32", "I32"),
+        "int64": ("i64", "I64"),
+        "uint8": ("u8", "U8"),
+        "uint16": ("u16", "U16"),
+        "uint32": ("u32", "U32"),
+        "uint64": ("u64", "U64"),
+        "bool": ("boolean", "BOOL"),
+    }.items()
+}
+try:  # bf16 through ml_dtypes, as mlconv.dense stores it
+    import ml_dtypes
+
+    ELEMENT_TYPES[np.dtype(ml_dtypes.bfloat16)] = ("bf16", "BF16")
+except ImportError:  # pragma: no cover - ml_dtypes comes with jax
+    pass
+DTYPES = {name: dtype for dtype, (name, _) in ELEMENT_TYPES.items()}
+
+# Core op -> {core attribute: OpenVINO attribute} where the spec spells it differently.
+RENAMES: dict[str, dict[str, str]] = {"core.AvgPool": {"exclude_pad": "exclude-pad"}}
+
+# Core ops OpenVINO has no layer for (or a different contract), with the reason.
+UNSUPPORTED: dict[str, str] = {
+    "core.If": "regions (then/else bodies) are not written yet",
+    "core.Loop": "regions (the body) are not written yet",
+    "core.Scan": "mlconv-only op (ONNX Scan); OpenVINO has TensorIterator with a body region",
+    "core.CumProd": "mlconv-only op; OpenVINO has no cumulative product",
+    "core.QuantizeLinear": "mlconv-only op; OpenVINO quantizes with FakeQuantize",
+    "core.DequantizeLinear": "mlconv-only op; OpenVINO dequantizes with Convert+Subtract+Multiply",
+    "core.BitCast": "mlconv-only op; OpenVINO has no bit cast",
+    "core.Trilu": "mlconv-only op (ONNX Trilu); OpenVINO has no Trilu",
+    "core.NonMaxSuppression": "OpenVINO's NonMaxSuppression-9 has three outputs, core's one",
+}
+
+
+@dataclass
+class Layer:
+    """One `<layer>`: type, version, `<data>` attributes, input and output values."""
+
+    type: str
+    version: str
+    data: dict[str, str]
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+    rt_info: dict[str, str] = field(default_factory=dict)
+
+
+def format_value(kind, value) -> str:
+    """An attribute value as the opset specification writes it in `<data>`."""
+    if kind is BOOL:
+        return "true" if value else "false"
+    if kind is INT:
+        return str(int(value))
+    if kind is FLOAT:
+        return repr(float(value))
+    if kind is INTS:
+        return ", ".join(str(int(v)) for v in value)
+    if kind is FLOATS:
+        return ", ".join(repr(float(v)) for v in value)
+    if kind is STRS:
+        return ",".join(str(v) for v in value)
+    if kind is TYPE:
+        return ELEMENT_TYPES[np.dtype(value)][0]
+    return str(value)
+
+
+def parse_value(kind, text: str):
+    """The inverse of `format_value`."""
+    if kind is BOOL:
+        return text.strip().lower() == "true"
+    if kind is INT:
+        return int(text)
+    if kind is FLOAT:
+        return float(text)
+    if kind is INTS:
+        return tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    if kind is FLOATS:
+        return tuple(float(v) for v in text.replace(" ", "").split(",") if v)
+    if kind is STRS:
+        return tuple(v for v in text.split(",") if v)
+    if kind is TYPE:
+        return DTYPES[text]
+    if kind is STR:
+        return text
+    raise ValueError(f"attribute kind {kind.name} is not read")
+
+
+def ov_type(op_name: str) -> str:
+    return OV_TYPES.get(op_name, op_name.removeprefix("core."))
+
+
+def layer(op: CoreOp, *, rename: dict[str, str] | None = None, drop: Sequence[str] = ()) -> Layer:
+    """The layer of a core op whose attributes are OpenVINO's: every declared attribute with a
+    value (explicit or default) under its (renamed) name."""
+    rename = {**RENAMES.get(op.name, {}), **(rename or {})}
+    data: dict[str, str] = {}
+    for key, value in op.attribute_values().items():
+        if value is None or key in drop:
+            continue
+        data[rename.get(key, key)] = format_value(op.ATTRIBUTES[key], value)
+    return Layer(ov_type(op.name), f"opset{op.VERSION}", data, list(op.operands), list(op.results))
+
+
+def generic(op: CoreOp, w) -> Layer:
+    return layer(op)
+
+
+GENERIC = sorted(
+    name for name in OPS_BY_NAME if name not in UNSUPPORTED and name not in {"core.Yield"}
+)
+GENERIC = [
+    name
+    for name in GENERIC
+    if name not in {"core.Constant", "core.Interpolate", "core.MaxPool"}
+    and hasattr(OPS_BY_NAME[name], "ATTRIBUTES")
+]
+lowering("core", GENERIC, target=TARGET)(generic)
+
+
+class Refused(Exception):
+    """An op this table cannot write (the writer turns it into an error at the op)."""
+
+
+@lowering("core", "core.MaxPool", target=TARGET)
+def max_pool(op: CoreOp, w) -> Layer:
+    """MaxPool-1 has no dilations; written as opset1 when they are absent or all 1."""
+    dilations = op.attribute_values()["dilations"] or ()
+    if any(d != 1 for d in dilations):
+        raise Refused("dilated MaxPool needs MaxPool-8 (two outputs), not written yet")
+    return layer(op, drop=("dilations",))
+
+
+_INTERPOLATE_ONNX = {
+    "exclude_outside": False,
+    "extrapolation_value": 0.0,
+    "keep_aspect_ratio_policy": "stretch",
+}
+
+
+@lowering("core", "core.Interpolate", target=TARGET)
+def interpolate(op: CoreOp, w) -> Layer:
+    """Interpolate-11 lacks ONNX's exclude_outside, extrapolation_value, keep_aspect_ratio_policy
+    and roi: written only at their defaults."""
+    values = op.attribute_values()
+    for key, default in _INTERPOLATE_ONNX.items():
+        if values[key] not in (None, default):
+            raise Refused(f"{key}={values[key]!r} has no OpenVINO Interpolate-11 equivalent")
+    if op.roi is not None:
+        raise Refused("a roi operand has no OpenVINO Interpolate-11 equivalent")
+    result = layer(op, drop=tuple(_INTERPOLATE_ONNX))
+    return result
