@@ -25,6 +25,7 @@ ERROR_COLOURS = (
 )
 """(upper bound of the relative error, background colour), in increasing order."""
 DIVERGED_COLOUR = "#e57373"
+CONSTANT_LABELS = ("constant", "const")
 LARGEST = 1e300
 """Non-finite errors (NaN, inf) are shown as this value: node data is JSON, which has neither."""
 
@@ -51,6 +52,8 @@ def node_index(graphs: Iterable[gb.Graph]) -> tuple[dict, dict]:
     by_tensor: dict[str, list[tuple[str, str]]] = {}
     for graph in graphs:
         for node in graph.nodes:
+            if node.label.lower() in CONSTANT_LABELS:  # weights are not the layer's value
+                continue
             for attr in node.attrs:
                 if attr.key == "location":
                     by_location.setdefault(attr.value, []).append((graph.id, node.id))
@@ -62,10 +65,11 @@ def node_index(graphs: Iterable[gb.Graph]) -> tuple[dict, dict]:
 
 
 def error_node_data(
-    graphs: list[gb.Graph], rows: Iterable[Any], metric: str = "max_rel"
+    graphs: list[gb.Graph], rows: Iterable[Any], metric: str = "max_rel", against: str = ""
 ) -> ndb.ModelNodeData:
     """Node data giving each node matched by a row the row's `metric` (max_rel or max_abs),
-    coloured by the row's relative error; nodes no row names carry no value."""
+    coloured by the row's relative error; nodes no row names carry no value (nor do constants).
+    `against` names the reference in the overlay's title."""
     by_location, by_tensor = node_index(graphs)
     results: dict[str, dict[str, ndb.NodeDataResult]] = {graph.id: {} for graph in graphs}
     for row in rows:
@@ -81,7 +85,7 @@ def error_node_data(
         for graph_id, node_id in nodes:
             results[graph_id][node_id] = ndb.NodeDataResult(value=value, bgColor=colour)
     thresholds = [ndb.ThresholdItem(value=bound, bgColor=colour) for bound, colour in ERROR_COLOURS]
-    name = metric.replace("_", " ") + " error"
+    name = metric.replace("_", " ") + " error" + (f" vs {against}" if against else "")
     return ndb.ModelNodeData(
         graphsData={
             graph_id: ndb.GraphNodeData(

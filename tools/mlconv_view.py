@@ -75,7 +75,7 @@ def overlay_for(args, graphs):
     from mlconv.tools.compare_source import compare_with_source
 
     report = compare_with_source(args.model, _load_inputs(args.inputs), per_layer=True)
-    return error_node_data(graphs, report.rows), report
+    return error_node_data(graphs, report.rows, against=report.runtime), report
 
 
 def body(argv: list[str] | None) -> int:
@@ -119,7 +119,7 @@ def body(argv: list[str] | None) -> int:
     config = ModelExplorerConfig()
     config.add_model_from_path(args.model, adapterId=ADAPTER_IDS[args.level])
     if node_data is not None:
-        config.add_node_data("error vs source", node_data)
+        config.add_node_data(f"error vs {report.runtime}", node_data)
     sys.stdout.flush()
     server.start(
         host=args.host,
