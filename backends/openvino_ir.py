@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     ModuleOp,
     NameLoc,
+    NoneAttr,
     StringAttr,
     TensorType,
 )
@@ -488,7 +489,7 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
                 if cls.DEFAULTS.get(key, object()) == value:
                     del attributes[key]
             op = cls.build_op(_assign(cls.OPERANDS, inputs), out_types, **attributes)
-        op.location = NameLoc(StringAttr(name))
+        op.location = NameLoc(StringAttr(name), NoneAttr())
         block.add_op(op)
         for port, result in zip(out_ports, op.results, strict=True):
             values[(layer_id, port.get("id"))] = result
