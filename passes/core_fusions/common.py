@@ -43,7 +43,8 @@ def scalar(value: SSAValue) -> float | None:
     array = constant_value(value)
     if array is None or array.size != 1 or not np.issubdtype(array.dtype, np.floating):
         return None
-    return float(array.reshape(-1)[0])
+    # The shortest decimal that reads back as the stored float: 1e-05, not 9.99999974e-06.
+    return float(str(array.reshape(-1)[0]))
 
 
 def is_scalar(value: SSAValue, expected: float) -> bool:
@@ -102,3 +103,8 @@ def take(factors: list[SSAValue], test) -> SSAValue | None:
 
 def same_type(a: SSAValue, b: SSAValue) -> bool:
     return a.type == b.type
+
+
+def explicit_attributes(op: CoreOp) -> dict:
+    """The attributes `op` carries, as Python values (defaults it leaves out stay out)."""
+    return {key: value for key, value in op.attribute_values().items() if key in op.attributes}

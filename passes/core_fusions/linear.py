@@ -23,7 +23,14 @@ from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_norm as norm
 from mlconv.dialects.core_base import constant_value
-from mlconv.passes.core_fusions.common import build, constant, operand_pairs, owner, single
+from mlconv.passes.core_fusions.common import (
+    build,
+    constant,
+    explicit_attributes,
+    operand_pairs,
+    owner,
+    single,
+)
 
 _CONVOLUTIONS = (cc.ConvolutionOp, cc.GroupConvolutionOp)
 _LINEAR = (cc.ConvolutionOp, cc.GroupConvolutionOp, nn.MatMulOp)
@@ -57,7 +64,7 @@ def _replace_linear(op, linear, new_weights: np.ndarray, rewriter: PatternRewrit
         [linear.operands[0], weights.output],
         op.results[0].type,
         linear.location,
-        **linear.attribute_values(),
+        **explicit_attributes(linear),
     )
     rewriter.replace(op, [weights, fused], [fused.output])
     rewriter.erase(linear)
@@ -89,7 +96,7 @@ class FuseConvolutionBatchNorm(RewritePattern):
             [conv.data, new_weights.output],
             conv.output.type,
             conv.location,
-            **conv.attribute_values(),
+            **explicit_attributes(conv),
         )
         add = build(ew.AddOp, [new_conv.output, new_bias.output], op.output.type, op.location)
         rewriter.replace(op, [new_weights, new_bias, new_conv, add], [add.output])

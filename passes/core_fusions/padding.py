@@ -19,7 +19,7 @@ from mlconv.dialects import core_conv as cc
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_pool as cp
 from mlconv.dialects.core_base import constant_value
-from mlconv.passes.core_fusions.common import build, owner, single
+from mlconv.passes.core_fusions.common import build, explicit_attributes, owner, single
 
 
 def _spatial_pads(pad: ci.PadOp, fill: float) -> tuple[list[int], list[int]] | None:
@@ -52,6 +52,7 @@ class FusePad(RewritePattern):
         if pad is None or not single(data):
             return
         attributes = op.attribute_values()
+        explicit = explicit_attributes(op)
         fill = -np.inf if isinstance(op, cp.MaxPoolOp) else 0.0
         pads = _spatial_pads(pad, fill)
         if pads is None or attributes["auto_pad"] not in ("explicit", "notset", "valid"):
@@ -65,12 +66,12 @@ class FusePad(RewritePattern):
         if isinstance(op, cp.AvgPoolOp) and attributes["exclude_pad"]:
             if any(old_begin) or any(old_end):
                 return  # the existing padding is not counted, the Pad's zeros would be
-            attributes["exclude_pad"] = False
-        attributes["pads_begin"] = [a + b for a, b in zip(old_begin, pads[0], strict=True)]
-        attributes["pads_end"] = [a + b for a, b in zip(old_end, pads[1], strict=True)]
-        attributes["auto_pad"] = "explicit"
+            explicit["exclude_pad"] = False
+        explicit["pads_begin"] = [a + b for a, b in zip(old_begin, pads[0], strict=True)]
+        explicit["pads_end"] = [a + b for a, b in zip(old_end, pads[1], strict=True)]
+        explicit["auto_pad"] = "explicit"
         fused = build(
-            type(op), [pad.arg, *op.operands[1:]], op.results[0].type, op.location, **attributes
+            type(op), [pad.arg, *op.operands[1:]], op.results[0].type, op.location, **explicit
         )
         rewriter.replace(op, fused, [fused.output])
 
