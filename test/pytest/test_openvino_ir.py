@@ -1,0 +1,215 @@
+"""OpenVINO IR writer and reader (issue 10 items 1-3): layout, constants stored once,
+compress-to-fp16, the round trip through the reader, errors, and the OpenVINO backend."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+
+import mlconv
+from mlconv.api import load_model, lower_to_core
+from mlconv.backends.openvino_backend import compile_module
+from mlconv.backends.openvino_ir import import_openvino, to_openvino_ir, write_openvino
+from mlconv.dense import to_numpy
+from mlconv.dialects.core_base import CoreOp
+from mlconv.errors import BackendError
+
+RNG = np.random.default_rng(0)
+
+
+def _repeated_weights_model() -> onnx.ModelProto:
+    """x -> Conv(w1) -> Relu -> Conv(w2 = same bytes as w1) -> Add(b) -> Mul(b) (b repeated too)."""
+    w = RNG.standard_normal((4, 4, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal((1, 4, 1, 1)).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(w, "w1"),
+        numpy_helper.from_array(w.copy(), "w2"),
+        numpy_helper.from_array(b, "b1"),
+        numpy_helper.from_array(b.copy(), "b2"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+        helper.make_node("Relu", ["c1"], ["r"], name="relu"),
+        helper.make_node("Conv", ["r", "w2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+        helper.make_node("Add", ["c2", "b1"], ["a"], name="add"),
+        helper.make_node("Mul", ["a", "b2"], ["y"], name="mul"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "repeated",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8, 8])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _core(model) -> object:
+    module = load_model(model)
+    return lower_to_core(module)
+
+
+def _const_sizes(xml: bytes) -> list[int]:
+    root = ET.fromstring(xml)
+    return [
+        int(layer.find("data").get("size"))
+        for layer in root.iter("layer")
+        if layer.get("type") == "Const"
+    ]
+
+
+def test_layout_ids_ports_and_versions():
+    xml, _ = to_openvino_ir(_core(_repeated_weights_model()))
+    root = ET.fromstring(xml)
+    assert root.get("version") == "11"
+    layers = list(root.iter("layer"))
+    assert [int(layer.get("id")) for layer in layers] == list(range(len(layers)))
+    assert layers[0].get("type") == "Parameter" and layers[-1].get("type") == "Result"
+    assert layers[0].find("output/port/dim").text == "-1"  # dynamic batch
+    position = {layer.get("id"): i for i, layer in enumerate(layers)}
+    for edge in root.iter("edge"):  # topological: every edge goes forward
+        assert position[edge.get("from-layer")] < position[edge.get("to-layer")]
+    for layer in layers:
+        ports = [int(p.get("id")) for p in layer.findall("input/port")]
+        ports += [int(p.get("id")) for p in layer.findall("output/port")]
+        assert ports == list(range(len(ports))), layer.get("name")
+        for port in layer.iter("port"):
+            assert port.get("precision") == "FP32"
+    conv = next(layer for layer in layers if layer.get("type") == "Convolution")
+    assert conv.get("version") == "opset1"
+    assert conv.find("data").attrib["pads_begin"] == "1, 1"
+
+
+def test_repeated_constants_are_stored_once_and_run():
+    model = _repeated_weights_model()
+    xml, weights = to_openvino_ir(_core(model))
+    sizes = _const_sizes(xml)
+    assert len(weights) < sum(sizes)
+    assert len(weights) == 4 * (4 * 4 * 3 * 3 + 4)
+    x = RNG.standard_normal((2, 4, 8, 8)).astype(np.float32)
+    (expected,) = mlconv.compile(model, device="cpu")(x)
+    (got,) = mlconv.compile(model, device="cpu", backend="openvino")(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_compress_to_fp16():
+    source = _repeated_weights_model()
+    module = _core(source)
+    xml, weights = to_openvino_ir(module, compress_to_fp16=True)
+    assert len(weights) == 2 * (4 * 4 * 3 * 3 + 4)
+    root = ET.fromstring(xml)
+    converts = [layer for layer in root.iter("layer") if layer.get("type") == "Convert"]
+    assert converts and all(
+        c.find("rt_info/attribute").get("name") == "decompression" for c in converts
+    )
+    import openvino as ov
+
+    model = ov.Core().read_model(
+        model=xml.decode(), weights=ov.Tensor(np.frombuffer(weights, np.uint8).copy())
+    )
+    x = RNG.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    got = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})([x])[0]
+    (expected,) = mlconv.compile(source, device="cpu")(x)
+    np.testing.assert_allclose(got, expected, rtol=2e-2, atol=2e-2 * np.abs(expected).max())
+
+
+def _structure(module) -> list:
+    """Ops in order with types, attribute values and constant bytes (no names)."""
+    function = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    rows = [("args", tuple(str(a.type) for a in function.body.block.args))]
+    index = {}
+    for i, arg in enumerate(function.body.block.args):
+        index[arg] = f"arg{i}"
+    for op in function.body.block.ops:
+        operands = tuple(index[v] for v in op.operands)
+        if op.name == "core.Constant":
+            detail = to_numpy(op.value).tobytes()
+        elif isinstance(op, CoreOp):
+            detail = op.attribute_values()
+            if op.name == "core.MaxPool" and set(detail["dilations"] or ()) <= {1}:
+                detail["dilations"] = ()  # MaxPool-1 has none: unit dilations come back absent
+        else:
+            detail = None
+        rows.append((op.name, operands, tuple(str(r.type) for r in op.results), repr(detail)))
+        for j, result in enumerate(op.results):
+            index[result] = f"{len(rows)}.{j}"
+    return rows
+
+
+def _light(name: str) -> Path:
+    return Path(onnx.__file__).parent / "backend/test/data/light" / f"light_{name}.onnx"
+
+
+def test_round_trip_through_the_reader(tmp_path):
+    import numerics
+
+    model = numerics.randomize_weights(onnx.load(_light("squeezenet")), 0, image_size=64)
+    module = _core(model)
+    xml_path, bin_path = write_openvino(module, tmp_path / "m.xml")
+    back = import_openvino(xml_path)
+    assert _structure(back) == _structure(module)
+    x = RNG.uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)
+    (a,) = mlconv.compile(module.clone(), device="cpu")(x)
+    (b,) = mlconv.compile(back, device="cpu")(x)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_unsupported_op_and_wrong_type_are_one_line_errors(tmp_path):
+    from mlconv.api import parse_mlir_file
+
+    source = tmp_path / "bad.mlir"
+    source.write_text(
+        "func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+        "  %k = core.Constant {value = dense<1> : tensor<i64>} : tensor<i64>\n"
+        '  %a = "core.CumProd"(%x, %k) : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x3xf32>'
+        ' loc("cp")\n  func.return %a : tensor<2x3xf32>\n}\n'
+    )
+    with pytest.raises(BackendError, match="core.CumProd.*mlconv-only op"):
+        to_openvino_ir(parse_mlir_file(source))
+    wrong = tmp_path / "wrong.mlir"
+    wrong.write_text(
+        "func.func @main(%x: tensor<2x3xf32>) -> tensor<2x4xf32> {\n"
+        '  %a = "core.Relu"(%x) : (tensor<2x3xf32>) -> tensor<2x4xf32> loc("r")\n'
+        "  func.return %a : tensor<2x4xf32>\n}\n"
+    )
+    out = tmp_path / "out.xml"
+    result = subprocess.run(
+        [sys.executable, "-m", "mlconv.tools.mlconv_translate", "--export-openvino",
+         str(wrong), "-o", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'loc("r")' in lines[0] and "semantics give" in lines[0], lines
+    assert not out.exists() and not out.with_suffix(".bin").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_backend_by_name_and_mlconv_run(tmp_path):
+    model = _repeated_weights_model()
+    onnx.save(model, tmp_path / "m.onnx")
+    x = RNG.standard_normal((3, 4, 8, 8)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    result = subprocess.run(
+        [sys.executable, "-m", "mlconv.tools.mlconv_run", str(tmp_path / "m.onnx"),
+         "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"),
+         "--backend", "openvino"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    got = np.load(tmp_path / "out.npz")
+    (expected,) = mlconv.compile(model, device="cpu")(x)
+    np.testing.assert_allclose(got[got.files[0]], expected, rtol=1e-4, atol=1e-5)
+    run = compile_module(_core(model))
+    (by_name,) = run(x=x)
+    np.testing.assert_allclose(by_name, expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(mlconv.errors.OptionError, match="unknown backend"):
+        mlconv.compile(model, backend="tensorrt")
