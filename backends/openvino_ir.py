@@ -45,7 +45,7 @@ from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import BackendError, FrontendError
-from mlconv.passes.lowering.registry import lookup
+from mlconv.passes.lowering import lookup
 
 IR_VERSION = "11"
 

@@ -24,7 +24,7 @@ from xdsl.ir import SSAValue
 
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import BOOL, FLOAT, FLOATS, INT, INTS, STR, STRS, TYPE, CoreOp
-from mlconv.passes.lowering.registry import lowering
+from mlconv.passes.lowering import lowering
 
 TARGET = "openvino"
 
