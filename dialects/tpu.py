@@ -198,6 +198,114 @@ class RegionOp(IRDLOperation):
             raise VerifyException("tpu.yield operand types must match the region result types")
 
 
+# --- batching -----------------------------------------------------------------------------------
+# The seed's four shape requirements of the batch op (BatchFunction), in its words; the tpu-batch
+# pass and BatchOp's verifier check them on types, the batcher (backends/batcher.py) on requests.
+NEEDS_A_DIMENSION = "Batching input tensors must have at least one dimension"
+DIMENSIONS_MUST_MATCH = "Dimensions of inputs should match"
+EQUAL_0TH_DIMENSION = (
+    "Batching input tensors supplied in a given op invocation must have equal 0th-dimension size"
+)
+OUTPUT_0TH_DIMENSION = (
+    "Batched output tensor's 0th dimension does not equal the sum of the 0th dimension sizes of "
+    "the input tensors"
+)
+BATCH_COMPONENTS = ("default", "function_alias", "concrete_function_name", "signature_name")
+
+
+def batch_shape_problem(inputs: list[Attribute], outputs: list[Attribute]) -> str | None:
+    """The first shape requirement the batched computation's types break (a one-line message
+    starting with the seed's words), or None."""
+    shapes = [tuple(t.get_shape()) if isinstance(t, TensorType) else () for t in inputs]
+    for index, shape in enumerate(shapes):
+        if not shape:
+            return f"{NEEDS_A_DIMENSION} (input {index} is a scalar)"
+    rows = {shape[0] for shape in shapes}
+    if len(rows) > 1:
+        sizes = ", ".join(str(shape[0]) for shape in shapes)
+        return f"{EQUAL_0TH_DIMENSION} (the inputs' 0th dimensions are {sizes})"
+    total = shapes[0][0] if shapes else None
+    for index, t in enumerate(outputs):
+        shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+        if total is not None and (not shape or shape[0] != total):
+            got = "a scalar" if not shape else f"0th dimension {shape[0]}"
+            return f"{OUTPUT_0TH_DIMENSION} (output {index} has {got}, the inputs {total})"
+    return None
+
+
+@irdl_op_definition
+class BatchOp(IRDLOperation):
+    """In-graph batching (seed 003's BatchOptions, TensorFlow's BatchFunction) around the
+    computation in its body. The body is written for the operands' 0th dimension (the rows of
+    one call, normally 1); at run time the batcher concatenates the rows of concurrent calls
+    along dimension 0, pads them up to the next of `allowed_batch_sizes`, runs the body once per
+    batch (each row independently, as by `jax.vmap`) and gives each caller its own rows.
+    `component` says what is batched: `default` (a TPU function), `function_alias` /
+    `concrete_function_name` (the function `component_name`) or `signature_name` (the whole
+    signature). The operands and results obey the seed's four shape requirements.
+
+        %y = "tpu.batch"(%x) ({
+        ^bb0(%a: tensor<1x10xf32>):
+          %r = "tpu.region"(%a) ({ ... }) {device = "tpu"} : (tensor<1x10xf32>) -> tensor<1x4xf32>
+          tpu.yield %r : tensor<1x4xf32>
+        }) {num_batch_threads = 2 : i64, max_batch_size = 8 : i64, batch_timeout_micros = 5000 : i64,
+            allowed_batch_sizes = array<i64: 2, 4, 8>, max_enqueued_batches = 10 : i64,
+            disable_large_batch_splitting = false, component = "default"}
+            : (tensor<1x10xf32>) -> tensor<1x4xf32>
+    """
+
+    name = "tpu.batch"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+    num_batch_threads = attr_def(IntegerAttr)
+    max_batch_size = attr_def(IntegerAttr)
+    batch_timeout_micros = attr_def(IntegerAttr)
+    allowed_batch_sizes = attr_def(DenseArrayBase)
+    max_enqueued_batches = attr_def(IntegerAttr)
+    disable_large_batch_splitting = attr_def(IntegerAttr)
+    component = attr_def(StringAttr)
+    component_name = opt_attr_def(StringAttr)
+
+    def options(self) -> dict[str, Any]:
+        """The BatchOptions as plain values (the artifact's manifest records them)."""
+        return {
+            "num_batch_threads": self.num_batch_threads.value.data,
+            "max_batch_size": self.max_batch_size.value.data,
+            "batch_timeout_micros": self.batch_timeout_micros.value.data,
+            "allowed_batch_sizes": [int(v) for v in self.allowed_batch_sizes.get_values()],
+            "max_enqueued_batches": self.max_enqueued_batches.value.data,
+            "disable_large_batch_splitting": bool(self.disable_large_batch_splitting.value.data),
+        }
+
+    def verify_(self) -> None:
+        _check_body(self, self.body, "body", [v.type for v in self.inputs])
+        if [v.type for v in self.body.block.last_op.values] != [r.type for r in self.outputs]:
+            raise VerifyException("tpu.yield operand types must match the batch op's result types")
+        if self.component.data not in BATCH_COMPONENTS:
+            raise VerifyException(
+                f"component must be one of {', '.join(BATCH_COMPONENTS)}, got {self.component.data!r}"
+            )
+        options = self.options()
+        if options["max_batch_size"] <= 0:
+            raise VerifyException(
+                f"max_batch_size must be positive, got {options['max_batch_size']}"
+            )
+        sizes = options["allowed_batch_sizes"]
+        if sizes and (sizes[0] <= 0 or any(b <= a for a, b in zip(sizes, sizes[1:], strict=False))):
+            raise VerifyException(
+                f"allowed_batch_sizes: entries must increase monotonically (got {sizes})"
+            )
+        if sizes and sizes[-1] != options["max_batch_size"]:
+            raise VerifyException(
+                f"allowed_batch_sizes: the last entry ({sizes[-1]}) must equal max_batch_size "
+                f"({options['max_batch_size']})"
+            )
+        problem = batch_shape_problem([v.type for v in self.inputs], [r.type for r in self.outputs])
+        if problem:
+            raise VerifyException(problem)
+
+
 # --- control flow -------------------------------------------------------------------------------
 # The jax control-flow primitives, with their jaxpr parameters as regions. Each body is a
 # closed function of its block arguments (jax passes what a body uses as operands) and ends in
@@ -423,10 +531,13 @@ class CustomCallOp(PrimitiveOp):
 PRIMITIVE_OPS[CustomCallOp.PRIMITIVE] = CustomCallOp
 
 TPU = Dialect(
-    "tpu", [ConstantOp, YieldOp, RegionOp, *CONTROL_OPS.values(), *PRIMITIVE_OPS.values()], []
+    "tpu",
+    [ConstantOp, YieldOp, RegionOp, BatchOp, *CONTROL_OPS.values(), *PRIMITIVE_OPS.values()],
+    [],
 )
 
 __all__ = [
+    "BatchOp",
     "CONTROL_OPS",
     "PRIMITIVE_OPS",
     "CondOp",
