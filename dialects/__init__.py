@@ -29,9 +29,12 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 
 
 def make_context(*, allow_unregistered: bool = False) -> Context:
-    """A context with builtin, func and every mlconv dialect registered (loaded on first use)."""
+    """A context with builtin, func and every mlconv dialect registered (loaded on first use),
+    the dialects of installed plugins included (`mlconv.plugins`)."""
+    from mlconv import plugins
     from mlconv.dialects import xdsl_fixes
 
+    plugins.load()
     xdsl_fixes.apply()
     ctx = Context(allow_unregistered=allow_unregistered)
     ctx.load_dialect(Builtin)

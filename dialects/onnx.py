@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     Float32Type,
     FloatAttr,
     IntegerAttr,
@@ -54,6 +55,7 @@ from xdsl.irdl import (
     BaseAttr,
     IRDLOperation,
     VerificationContext,
+    attr_def,
     irdl_op_definition,
     irdl_to_attr_constraint,
     operand_def,
@@ -453,4 +455,45 @@ def op_class(op_type: str) -> type[OnnxOp] | None:
     return OPS.get(op_type)
 
 
-ONNX = Dialect("onnx", [YieldOp, *OPS.values()], [])
+@irdl_op_definition
+class CustomOp(OnnxOp):
+    """A node of a domain the dialect has no schema for (a custom domain, ai.onnx.ml, ...),
+    imported generically: its domain, op type, the domain's opset version from the model's
+    `opset_import`, its attributes, and result types from ONNX shape inference when it knows
+    them. `onnx-to-core` keys its lowering as (`<domain>.<op_type>`, version); with
+    `allow-custom` one without a lowering becomes `core.Custom`.
+
+        %y = "onnx.Custom"(%x) {domain = "com.example", op_type = "SoftClip", version = 1 : i64,
+               attrs = {alpha = 2.000000e+00 : f32}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    """
+
+    name = "onnx.Custom"
+    inputs = var_operand_def(TENSOR)
+    outputs = var_result_def(TENSOR)
+    domain = attr_def(StringAttr)
+    op_type = attr_def(StringAttr)
+    version = attr_def(IntegerAttr)
+    attrs = attr_def(DictionaryAttr)
+
+    @property
+    def key(self) -> str:
+        """`<domain>.<op_type>`: the op name lowerings are registered under."""
+        return f"{self.domain.data}.{self.op_type.data}"
+
+    # What the onnx-to-core driver keys patterns by, per op rather than per class here.
+    ONNX_OP_TYPE = key  # type: ignore[assignment]
+
+    def since_version(self, opset: int) -> int | None:  # type: ignore[override]
+        """The version of the op's own domain (the default-domain `opset` does not apply)."""
+        return self.version.value.data
+
+    def onnx_attr(self, name: str) -> Any:
+        attr = self.attrs.data.get(name)
+        return None if attr is None else attribute_value(attr)
+
+    def verify_(self) -> None:
+        if not self.op_type.data:
+            raise VerifyException("onnx.Custom needs a non-empty op_type")
+
+
+ONNX = Dialect("onnx", [YieldOp, *OPS.values(), CustomOp], [])

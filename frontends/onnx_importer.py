@@ -14,9 +14,12 @@ given back unchanged). So a model over 2 GB of weights imports at about its weig
 - If/Loop/Scan subgraphs become the op's regions, ending in `onnx.Yield`;
 - `func.return` of the graph outputs, `{mlconv.name = "<output>"}`.
 
-The module carries `onnx.opset_import = {"" = 17 : i64, ...}`. Anything the dialect cannot
-express (non-default domains, unknown op types, string and FLOAT8E8M0 tensors,
-sequence/map/optional values) is a `FrontendError`, one line. Element types are those of
+The module carries `onnx.opset_import = {"" = 17 : i64, ...}`. A node of another domain (a
+custom domain, ai.onnx.ml, ...) becomes the generic `onnx.Custom` (domain, op type, the domain's
+opset version, attributes), or what the importer a plugin registered for (domain, op type) makes
+of it (`mlconv.plugins`). Anything else the dialect cannot express (unknown default-domain op
+types, string and FLOAT8E8M0 tensors, sequence/map/optional values) is a `FrontendError`, one
+line. Element types are those of
 `mlconv.dense`: float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ), FLOAT4E2M1 and INT4/UINT4/INT2/UINT2
 included; packed sub-byte initializers are unpacked by `onnx.numpy_helper.to_array`.
 """
@@ -52,7 +55,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 
 from mlconv.dense import element_type, to_dense_attr
@@ -308,7 +311,7 @@ class _Importer:
         for index, node in enumerate(graph.node):
             where = node.name or f"{node.op_type}_{index}"
             if node.domain not in _DEFAULT_DOMAINS:
-                problems.append((f"{node.domain}.{node.op_type} (node '{where}')", where))
+                pass  # imported generically as onnx.Custom
             elif node.op_type not in onnx_dialect.OPS:
                 problems.append((f"{node.op_type} (node '{where}')", where))
             elif onnx_dialect.since_version(node.op_type, self.opset) is None:
@@ -429,6 +432,9 @@ class _Importer:
         self, node: onnx.NodeProto, index: int, block: Block, scope: ChainMap, types: ChainMap
     ) -> None:
         where = node.name or f"{node.op_type}_{index}"
+        if node.domain not in _DEFAULT_DOMAINS:
+            self._import_custom(node, where, block, scope, types)
+            return
         cls = onnx_dialect.OPS[node.op_type]
         since = onnx_dialect.since_version(node.op_type, self.opset)
         assert since is not None  # checked by _check_ops
@@ -471,6 +477,53 @@ class _Importer:
         op.location = NameLoc(StringAttr(where), NoneAttr())
         block.add_op(op)
         for name, result in zip((n for g in outputs for n in g), op.results, strict=True):
+            result.name_hint = _value_name(name)
+            scope[name] = result
+
+    def _import_custom(
+        self, node: onnx.NodeProto, where: str, block: Block, scope: ChainMap, types: ChainMap
+    ) -> None:
+        """A node of a domain the dialect has no schema for: `onnx.Custom`, or what the plugin
+        importer registered for (domain, op type) returns for it."""
+        from mlconv import plugins
+
+        try:
+            operands = [self._use(n, scope, f"node '{where}'") for n in node.input if n]
+            result_types = [self._lookup_type(n, types) for n in node.output if n]
+            attributes: dict[str, Attribute] = {}
+            for attr in node.attribute:
+                if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                    raise FrontendError(
+                        f"subgraph attribute '{attr.name}' of a custom-domain op is not supported"
+                    )
+                converted = self._attribute(attr, onnx_dialect.CustomOp)
+                if converted is not None:
+                    attributes[attr.name] = converted
+        except FrontendError as err:
+            if err.location is None:
+                err.location = where
+                if f"'{where}'" not in err.message:
+                    err.message = f"node '{where}' ({node.domain}.{node.op_type}): {err.message}"
+                    err.args = (err.message,)
+            raise
+        op: Operation = onnx_dialect.CustomOp.create(
+            operands=operands,
+            result_types=result_types,
+            attributes={
+                "domain": StringAttr(node.domain),
+                "op_type": StringAttr(node.op_type),
+                "version": IntegerAttr(self.opsets.get(node.domain, 1), i64),
+                "attrs": DictionaryAttr(attributes),
+            },
+        )
+        op.location = NameLoc(StringAttr(where), NoneAttr())
+        importer = plugins.onnx_importer(node.domain, node.op_type)
+        if importer is not None:
+            op = plugins.run_importer(importer, op, where)
+            op.location = NameLoc(StringAttr(where), NoneAttr())
+        block.add_op(op)
+        names = [n for n in node.output if n]
+        for name, result in zip(names, op.results, strict=True):
             result.name_hint = _value_name(name)
             scope[name] = result
 

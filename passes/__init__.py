@@ -56,5 +56,9 @@ PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {
 
 
 def get_pass(name: str) -> type[ModulePass] | None:
+    """The pass or pipeline `name`, built-in or added by a plugin (`mlconv.plugins`)."""
+    from mlconv import plugins
+
+    plugins.load()
     factory = PASSES.get(name) or PIPELINES.get(name)
     return factory() if factory else None

@@ -468,6 +468,9 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument("--allow-unregistered-dialect", action="store_true")
     parser.add_argument("--list-passes", action="store_true")
     parser.add_argument(
+        "--list-plugins", action="store_true", help="what each installed plugin added"
+    )
+    parser.add_argument(
         "--check-numerics", nargs="?", const="", default=None, metavar="RTOL,ATOL",
         help="run the IR before and after every pass by its level's interpreter on the same "
         "inputs; report the first pass whose outputs diverge and its first differing op",
@@ -485,8 +488,10 @@ def make_parser() -> ToolArgumentParser:
 
 
 def list_passes() -> str:
+    from mlconv import plugins
     from mlconv.passes import PASSES, PIPELINES
 
+    plugins.load()
     lines = []
     for title, registry in (("Passes", PASSES), ("Pipelines", PIPELINES)):
         lines.append(f"{title}:")
@@ -513,6 +518,11 @@ def _run(argv: list[str] | None) -> int:
     args = make_parser().parse_args(argv)
     if args.list_passes:
         sys.stdout.write(list_passes())
+        return 0
+    if args.list_plugins:
+        from mlconv import plugins
+
+        sys.stdout.write(plugins.describe())
         return 0
     if args.pass_pipeline is not None and args.passes is not None:
         raise OptionError("give either --pass-pipeline or -p, not both")
