@@ -97,8 +97,9 @@ def framework_dialects(module: ModuleOp) -> list[str]:
     return [dialect for dialect in TO_CORE if dialect in found]
 
 
-def lower_to_core(module: ModuleOp) -> ModuleOp:
-    """Lower every framework dialect of the module to core, in place."""
+def lower_to_core(module: ModuleOp, allow_custom: bool = False) -> ModuleOp:
+    """Lower every framework dialect of the module to core, in place (`allow_custom`: an op
+    without a lowering becomes core.Custom, run by its registered host implementation)."""
     from mlconv.dialects import make_context
     from mlconv.passes import get_pass
 
@@ -109,7 +110,7 @@ def lower_to_core(module: ModuleOp) -> ModuleOp:
         pass_class = get_pass(TO_CORE[dialect])
         if pass_class is None:
             raise OptionError(f"no {TO_CORE[dialect]} lowering is available")
-        pass_class().apply(ctx, module)
+        (pass_class(allow_custom=True) if allow_custom else pass_class()).apply(ctx, module)
         for name in AFTER_CORE.get(dialect, ()):
             get_pass(name)().apply(ctx, module)
     return module
@@ -133,6 +134,8 @@ def compile(  # noqa: A001 - the API the design names
     cache_size: int | None = None,
     check_numerics: bool | tuple[float, float] = False,
     backend: str = "jax",
+    quiet: bool = False,
+    allow_custom: bool = False,
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
@@ -145,7 +148,10 @@ def compile(  # noqa: A001 - the API the design names
     shapes or dtypes raises `mlconv.errors.InputError`. `check_numerics` (True, or
     (rtol, atol)) first runs the IR after every pass on seeded random inputs and raises
     `NumericsDivergence` naming the first pass and op that change the numbers.
-    `backend="openvino"` runs the core IR in the OpenVINO runtime instead of JAX (cpu)."""
+    `backend="openvino"` runs the core IR in the OpenVINO runtime instead of JAX (cpu).
+    On a terminal a progress bar names each pass as it runs (`quiet=True`: none).
+    `allow_custom=True` keeps ops nobody lowers as core.Custom, run on the host by the Python
+    implementation registered for their (domain, op type) in `mlconv.custom_ops`."""
     from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.backends.specialize import (
@@ -166,22 +172,29 @@ def compile(  # noqa: A001 - the API the design names
     module = load_model(model, **frontend_options)
     if check_numerics:
         check_compile_numerics(module.clone(), device, input_shapes, check_numerics)
-    lower_to_core(module)
-    CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
-        make_context(), module
-    )
+    from mlconv.tools.progress import PassProgress
+
+    with PassProgress(None, "mlconv.compile", quiet) as progress:
+        with progress.step("lower to core"):
+            lower_to_core(module, allow_custom)
+        with progress.step("core-infer-shapes"):
+            CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
+                make_context(), module
+            )
+        if backend == "jax" and not needs_specialization(module):
+            for stage in CoreToTpuPipeline(device=target_device(device)).passes():
+                with progress.step(stage.name):
+                    stage.apply(make_context(), module)
+            return compile_module(module, device)
     if backend != "jax":
         if backend != "openvino":
             raise OptionError(f"unknown backend '{backend}' (jax, openvino)")
         from mlconv.backends.openvino_backend import compile_module as compile_openvino
 
         return compile_openvino(module, device)
-    if needs_specialization(module):
-        return SpecializingModule(
-            module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
-        )
-    CoreToTpuPipeline(device=target_device(device)).apply(make_context(), module)
-    return compile_module(module, device)
+    return SpecializingModule(
+        module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
+    )
 
 
 def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:

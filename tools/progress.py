@@ -30,9 +30,10 @@ def progress_enabled(quiet: bool = False, stream: Any = None) -> bool:
 
 
 class PassProgress:
-    """A progress bar over `total` passes; a no-op object when progress is disabled."""
+    """A progress bar over `total` passes (None: not known ahead); a no-op object when
+    progress is disabled."""
 
-    def __init__(self, total: int, description: str = "", quiet: bool = False) -> None:
+    def __init__(self, total: int | None, description: str = "", quiet: bool = False) -> None:
         self.total = total
         self.description = description
         self.enabled = progress_enabled(quiet)
