@@ -1,0 +1,52 @@
+"""allow-custom: the driver fallback that keeps an op nobody lowers as `core.Custom`.
+
+`onnx-to-core{allow-custom=true}` (and tf-to-core, tflite-to-core) hand `custom_fallback` to
+`driver.lower_ops`: an op without a pattern becomes `core.Custom` with the same operands and
+result types, its domain (the ONNX domain; "" for the default one; "tf" / "tflite" for those
+dialects), its op type and its attributes. What it computes is then the host implementation
+registered in `mlconv.custom_ops`, unless a plugin lowers core.Custom.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import DictionaryAttr
+from xdsl.ir import Operation, SSAValue
+
+from mlconv.dialects.core_custom import CustomOp
+
+# Bookkeeping attributes of variadic ops, not attributes of the source op.
+_STRUCTURAL = frozenset({"operandSegmentSizes", "resultSegmentSizes"})
+
+
+def describe(op: Operation) -> tuple[str, str, dict[str, Any]]:
+    """(domain, op type, attributes) of a framework op, as core.Custom carries them."""
+    from mlconv.dialects import onnx as onnx_dialect
+
+    if isinstance(op, onnx_dialect.CustomOp):
+        return op.domain.data, op.op_type.data, dict(op.attrs.data)
+    attributes = {k: v for k, v in op.attributes.items() if k not in _STRUCTURAL}
+    dialect, name = op.name.split(".", 1)
+    if isinstance(op, onnx_dialect.OnnxOp):
+        return "", op.ONNX_OP_TYPE, attributes
+    return dialect, name, attributes
+
+
+def custom_fallback(op: Operation, b: Any) -> list[SSAValue]:
+    """`op` as core.Custom, inserted by the builder `b` at the op's location."""
+    if op.regions:
+        raise b.fail("has subgraphs; allow-custom keeps only ops without regions")
+    domain, op_type, attributes = describe(op)
+    custom = CustomOp.build_op(
+        [list(op.operands)],
+        [r.type for r in op.results],
+        domain=domain,
+        op_type=op_type,
+        attrs=DictionaryAttr(attributes),
+    )
+    b.insert(custom)
+    return list(custom.results)
+
+
+__all__ = ["custom_fallback", "describe"]
