@@ -145,6 +145,7 @@ def make_parser() -> ToolArgumentParser:
         help="--export-openvino: store f32 weights as f16 (decompressed when the model loads)",
     )
     parser.add_argument("--allow-unregistered-dialect", action="store_true")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     return parser
 
 
@@ -189,16 +190,21 @@ def _import(args: Any, translation: Translation, path: str) -> int:
     kwargs = {name: getattr(args, name) for name in translation.extra}
     if not os.path.exists(args.input):
         raise ToolFailure([f"{path}: error: no such file or directory"])
-    module = _call_frontend(function, args.input, kwargs)
-    if args.check:
-        from mlconv.passes.dry_run import describe, dry_run
+    from mlconv.tools.progress import PassProgress
 
-        lines = describe(dry_run(module), path)
-        if lines:
-            raise ToolFailure(lines)
-        return 0
-    with atomic_output(args.output) as stream:
-        _print_module(translation, module, stream)
+    with PassProgress(2, PROG, args.quiet) as progress:
+        with progress.step(f"import {os.path.basename(path)}"):
+            module = _call_frontend(function, args.input, kwargs)
+        if args.check:
+            from mlconv.passes.dry_run import describe, dry_run
+
+            with progress.step("dry run to core and tpu"):
+                lines = describe(dry_run(module), path)
+            if lines:
+                raise ToolFailure(lines)
+            return 0
+        with progress.step("print"), atomic_output(args.output) as stream:
+            _print_module(translation, module, stream)
     return 0
 
 
@@ -208,8 +214,11 @@ def _export(args: Any, translation: Translation, path: str) -> int:
     function = translation.load()
     if not args.output or args.output == "-":
         raise OptionError(f"{translation.flag} needs -o OUTPUT")
+    from mlconv.tools.progress import PassProgress
+
     options = Options(path=path, passes=[], allow_unregistered=args.allow_unregistered_dialect)
-    module, errors = parse_and_verify(Chunk(read_input(args.input), 1), options)
+    with PassProgress(2, PROG, args.quiet) as progress, progress.step("parse and verify"):
+        module, errors = parse_and_verify(Chunk(read_input(args.input), 1), options)
     if module is None:
         raise ToolFailure([errors[0].render(path)])
     # The exporter writes into a fresh folder beside the output; its files are moved into
