@@ -10,7 +10,8 @@
                                    written when TensorFlow is installed
 
 `save_artifact(module, outdir, ...)` takes a module at the tpu level (every op of `@main` in a
-`tpu.region`); `load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
+`tpu.region`, but for the boundary reshapes of tpu-io-shapes, which a value's reference in the
+manifest records as `{"reshape": ref, "shape": [...]}` and the loader does on the host); `load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
 arrays in (positionally or by input name, checked against the recorded signature), a list of
 numpy arrays out. Loading needs jax only: no xDSL parsing, no TensorFlow, no source model.
 
@@ -59,7 +60,7 @@ def save_artifact(
     `tpu_function_<i>` past its end. With `saved_model` (and TensorFlow installed) the folder
     also holds OUTDIR/saved_model: `source` rewritten when it is a SavedModel and `placement`
     maps the artifact's function names to its concrete function names, else a new one."""
-    from mlconv.backends.jax_backend import _names, find_main
+    from mlconv.backends.jax_backend import HOST_PRIMITIVES, _names, find_main
     from mlconv.dialects import tpu
 
     main = find_main(module)
@@ -77,6 +78,13 @@ def save_artifact(
                 values[result] = {"function": name, "output": index}
             functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
             exported.append((name, _export_region(op)))
+        elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:
+            # a boundary reshape (tpu-io-shapes), done on the host: recorded in the reference
+            origin = _reference(values, op.operands[0], op)
+            values[op.results[0]] = {
+                "reshape": origin,
+                "shape": list(op.results[0].type.get_shape()),
+            }
         elif op.name == "func.return":
             outputs = [_reference(values, v, op) for v in op.operands]
         else:
@@ -232,6 +240,8 @@ class LoadedArtifact:
         def fetch(ref: dict[str, Any]) -> Any:
             if "input" in ref:
                 return arrays[ref["input"]]
+            if "reshape" in ref:  # on the host: a view, no copy
+                return np.reshape(np.asarray(fetch(ref["reshape"])), ref["shape"])
             return results[ref["function"]][ref["output"]]
 
         with jax.default_device(self.device):

@@ -175,13 +175,19 @@ def find_main(module: ModuleOp, purpose: str = "run") -> func.FuncOp:
     raise BackendError(f"module has no func.func @main to {purpose}")
 
 
+HOST_PRIMITIVES = frozenset({"reshape"})
+"""Primitives @main may run on the host between tpu.regions (the boundary reshapes)."""
+
+
 def _compile_body(block: Block, device: Any) -> Callable[..., list[Any]]:
     """`@main`'s body: tpu.regions run jitted; nothing else may sit outside them yet."""
-    steps: list[tuple[tpu.RegionOp, CompiledRegion]] = []
+    steps: list[tuple[Operation, Callable[..., list[Any]]]] = []
     returned: list[SSAValue] = []
     for op in block.ops:
         if isinstance(op, tpu.RegionOp):
             steps.append((op, CompiledRegion(op, device)))
+        elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:
+            steps.append((op, op.bind))  # on the host, beside the regions (tpu-io-shapes)
         elif isinstance(op, func.ReturnOp):
             returned = list(op.arguments)
         else:
@@ -189,9 +195,9 @@ def _compile_body(block: Block, device: Any) -> Callable[..., list[Any]]:
 
     def run(*args: Any) -> list[Any]:
         env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))
-        for region, compiled in steps:
-            outputs = compiled(*[env[v] for v in region.inputs])
-            env.update(zip(region.results, outputs, strict=True))
+        for op, compiled in steps:
+            outputs = compiled(*[env[v] for v in op.operands])
+            env.update(zip(op.results, outputs, strict=True))
         return [env[v] for v in returned]
 
     return run

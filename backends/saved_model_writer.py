@@ -53,33 +53,66 @@ def _as_tf(exported: Any, name: str):
     return function.get_concrete_function()
 
 
-def _replace_body(function_def: Any, concrete: Any) -> None:
-    """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments."""
-    from tensorflow.core.framework import types_pb2
+def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any]) -> None:
+    """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments,
+    with the host-side reshapes the manifest's references record (tpu-io-shapes) around it."""
+    from tensorflow.core.framework import node_def_pb2, types_pb2
 
     call = next((n for n in concrete.graph.as_graph_def().node if n.op == "XlaCallModule"), None)
     if call is None:
         raise BackendError(f"jax2tf gave no XlaCallModule for {function_def.signature.name}")
     signature = function_def.signature
     arguments = [a.name for a in signature.input_arg if a.type != types_pb2.DT_RESOURCE]
-    if len(arguments) != len(call.input) or len(signature.output_arg) != len(
-        call.attr["Sout"].list.shape
+    (entry,) = manifest["functions"]
+    if len(arguments) != len(manifest["inputs"]) or len(signature.output_arg) != len(
+        manifest["outputs"]
     ):
         raise BackendError(
             f"{signature.name}: {len(arguments)} inputs and {len(signature.output_arg)} outputs "
-            f"in the SavedModel, {len(call.input)} and {len(call.attr['Sout'].list.shape)} in "
+            f"in the SavedModel, {len(manifest['inputs'])} and {len(manifest['outputs'])} in "
             "the converted function"
         )
+    nodes = []
+
+    def reshape(tensor: str, shape: Sequence[int], dtype: Any) -> str:
+        index = len(nodes)
+        const = node_def_pb2.NodeDef(name=f"io_shape_{index}", op="Const")
+        const.attr["dtype"].type = types_pb2.DT_INT64
+        const.attr["value"].tensor.dtype = types_pb2.DT_INT64
+        const.attr["value"].tensor.tensor_shape.dim.add().size = len(shape)
+        const.attr["value"].tensor.int64_val.extend(shape)
+        node = node_def_pb2.NodeDef(
+            name=f"io_reshape_{index}", op="Reshape", input=[tensor, f"{const.name}:output:0"]
+        )
+        node.attr["T"].type = dtype
+        node.attr["Tshape"].type = types_pb2.DT_INT64
+        nodes.extend([const, node])
+        return f"{node.name}:output:0"
+
+    def tensor(ref: Mapping[str, Any], dtype: Any) -> str:
+        if "input" in ref:
+            return arguments[ref["input"]]
+        if "reshape" in ref:
+            return reshape(tensor(ref["reshape"], dtype), ref["shape"], dtype)
+        return f"tpu_call:output:{ref['output']}"
+
     node = type(call)()
     node.CopyFrom(call)
     node.name = "tpu_call"
     del node.input[:]
-    node.input.extend(arguments)
+    node.input.extend(
+        tensor(ref, dtype)
+        for ref, dtype in zip(entry["inputs"], call.attr["Tin"].list.type, strict=True)
+    )
+    returned = [
+        tensor(output["value"], arg.type)
+        for output, arg in zip(manifest["outputs"], signature.output_arg, strict=True)
+    ]
     del function_def.node_def[:]
-    function_def.node_def.append(node)
+    function_def.node_def.extend([*nodes, node])
     function_def.ret.clear()
-    for index, output in enumerate(signature.output_arg):
-        function_def.ret[output.name] = f"tpu_call:output:{index}"
+    for output, value in zip(signature.output_arg, returned, strict=True):
+        function_def.ret[output.name] = value
     function_def.control_ret.clear()
     del signature.control_output[:]
     signature.is_stateful = False
@@ -90,6 +123,7 @@ def write_from_saved_model(
     target: Path,
     exported: Mapping[str, Any],
     placement: Mapping[str, str],
+    manifest: Mapping[str, Any],
 ) -> None:
     """`source`'s SavedModel with each placed concrete function (`placement`: artifact
     function name -> concrete function name in saved_model.pb) computed by its XlaCallModule."""
@@ -101,7 +135,9 @@ def write_from_saved_model(
     for artifact_name, function_name in placement.items():
         if function_name not in library:
             raise BackendError(f"{source}: no function '{function_name}' in saved_model.pb")
-        _replace_body(library[function_name], _as_tf(exported[artifact_name], artifact_name))
+        _replace_body(
+            library[function_name], _as_tf(exported[artifact_name], artifact_name), manifest
+        )
     target.mkdir()
     for entry in source.iterdir():
         if entry.name in ("saved_model.pb", "fingerprint.pb"):
@@ -141,6 +177,8 @@ def write_new_saved_model(
         def fetch(ref: Mapping[str, Any]) -> Any:
             if "input" in ref:
                 return args[ref["input"]]
+            if "reshape" in ref:  # tpu-io-shapes' boundary reshape, on the host
+                return tf.reshape(fetch(ref["reshape"]), ref["shape"])
             return results[ref["function"]][ref["output"]]
 
         for entry in manifest["functions"]:
@@ -166,6 +204,6 @@ def write_saved_model(
     """OUTDIR/saved_model: from a SavedModel source with `placement`, the source rewritten;
     otherwise a new SavedModel serving the whole converted model."""
     if source is not None and placement:
-        write_from_saved_model(source, target, exported, placement)
+        write_from_saved_model(source, target, exported, placement, manifest)
     else:
         write_new_saved_model(target, exported, manifest)

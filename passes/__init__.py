@@ -23,7 +23,9 @@ def _ours(module: str, attribute: str) -> Callable[[], type[ModulePass]]:
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # upstream xDSL
     "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": _lazy("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
+    "cse": _lazy(
+        "xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"
+    ),
     "dce": _lazy("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
     # onnx
     "onnx-to-core": _ours("onnx_to_core", "OnnxToCorePass"),
@@ -39,6 +41,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-fold-constants": _ours("tpu_fold_constants", "TpuFoldConstantsPass"),
     "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
     "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
+    "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),
     # tf
     "tf-to-core": _ours("tf_to_core", "TfToCorePass"),
     "core-layout-nchw": _ours("core_layout_nchw", "CoreLayoutNchwPass"),

@@ -15,7 +15,8 @@ concrete_function_name, signature_name or jit_compile_functions; none: the `serv
 signature), checked as the seed's converter does (frontends/tf_placement.py: duplicates,
 indirect calls between TPU functions, host-only ops); ONNX and TFLite models are placed whole.
 bfloat16 (`tpu-bf16`, on by default as in the seed, with its scope, filterlist and safety
-check) is applied to the TPU functions. The output is an artifact folder (backends/artifact.py)
+check) is applied to the TPU functions, then the IO shape optimization (`tpu-io-shapes`, on by
+default too). The output is an artifact folder (backends/artifact.py)
 holding the TPU functions as serialized jax.export modules with their weights, a manifest, and
 OUTDIR/saved_model: the model as a SavedModel whose TPU functions are XlaCallModule ops
 (backends/saved_model_writer.py), the host part around them left in TensorFlow.
@@ -117,16 +118,8 @@ def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     """Optimizations the options ask for that this version does not perform: an explicit
     ENABLED (or a block of options) is refused; a DEFAULT one is listed in the manifest and on
     the progress lines."""
-    from mlconv.tools.converter_options import schema
-
-    state = schema().ConverterOptions.State
-    pending = []
-    if explicit.io_shape_optimization == state.ENABLED:
-        raise OptionError(
-            "io_shape_optimization: ENABLED, but mlconv-convert does not perform it yet"
-        )
-    if settings.io_shape_optimization:
-        pending.append("io_shape_optimization")
+    del explicit  # every explicitly enabled optimization is performed now
+    pending: list[str] = []
     if settings.batch_options:
         raise OptionError("batch_options: in-graph batching is not supported yet")
     if settings.sharding is not None:
@@ -150,6 +143,7 @@ def convert(
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline
     from mlconv.passes.tpu_bf16 import TpuBf16Pass
+    from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
     from mlconv.tools.converter_options import ConversionSettings, load_converter_options
 
     phases = Phases(quiet)
@@ -183,6 +177,10 @@ def convert(
             scope=settings.bfloat16_scope.lower(),
         )
         phases.run("bfloat16 (tpu-bf16)", lambda: bf16.apply(make_context(), module))
+    if settings.io_shape_optimization:
+        phases.run(
+            "io shapes (tpu-io-shapes)", lambda: TpuIoShapesPass().apply(make_context(), module)
+        )
     from google.protobuf import text_format
 
     manifest = phases.run(
@@ -196,6 +194,7 @@ def convert(
             placement=placement,
             extra={
                 "bfloat16": settings.bfloat16,
+                "io_shape_optimization": settings.io_shape_optimization,
                 "not_performed": pending,
                 "phase_seconds": phases.times,
             },

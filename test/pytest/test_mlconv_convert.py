@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
 from mlconv.backends.saved_model_writer import tf_name
-from mlconv.errors import InputError, OptionError
+from mlconv.errors import InputError, MlconvError, OptionError
 from mlconv.tools.converter_options import (
     GENERATED,
     ConversionSettings,
@@ -30,7 +30,7 @@ from mlconv.tools.converter_options import (
 from mlconv.tools.mlconv_convert import PROG, convert
 
 # The seed's own example (its docker command line), with the batching block that a later
-# version supports; see test_batch_options_are_refused_until_supported.
+# version supports; see test_batching_needs_functions_converted_for_one_row and test_batching.py.
 SEED_TPU_FUNCTIONS = """
     tpu_functions {
       function_alias: "tpu_func"
@@ -281,11 +281,16 @@ def test_bad_options_write_nothing(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".converted")]
 
 
-def test_batch_options_are_refused_until_supported(tmp_path):
+def test_batching_needs_functions_converted_for_one_row(tmp_path):
+    """The seed's batch options on a model of static batch 2 (batching itself: test_batching.py)."""
     path = tmp_path / "model.onnx"
     onnx.save(conv_model(), str(path))
-    with pytest.raises(OptionError, match="batch_options: in-graph batching is not supported yet"):
+    with pytest.raises(
+        MlconvError,
+        match=r"batches calls of \[2\] rows; the batcher needs functions converted for one row",
+    ):
         convert(str(path), str(tmp_path / "out"), SEED_BATCH_OPTIONS)
+    assert not (tmp_path / "out").exists()
 
 
 def test_tpu_functions_name_savedmodel_functions_only(tmp_path):
@@ -474,7 +479,7 @@ def onnx_path(tmp_path_factory):
 def test_default_conversion_computes_in_bfloat16(onnx_path, tmp_path):
     manifest = convert(str(onnx_path), str(tmp_path / "out"), "")
     assert manifest["bfloat16"] is True
-    assert manifest["not_performed"] == ["io_shape_optimization"]
+    assert manifest["not_performed"] == [] and manifest["io_shape_optimization"] is True
     assert "bf16" in converted_text(tmp_path / "out")
     x = np.random.default_rng(6).standard_normal((2, 3, 16, 16)).astype(np.float32)
     expected = onnxruntime(conv_model(), x)
@@ -497,6 +502,38 @@ def test_filterlist_keeps_named_ops_float32(onnx_path, tmp_path):
     convolutions = [line for line in text.splitlines() if "stablehlo.convolution" in line]
     assert convolutions and all("xf32>" in line and "bf16" not in line for line in convolutions)
     assert "bf16" in text  # the other ops still are
+
+
+def test_io_shape_optimization_reshapes_the_boundary_on_the_host(onnx_path, tmp_path):
+    """On by default: x (2x3x16x16, 1536 floats) crosses as 12x128, y (2x5) as 10; the host
+    reshapes it back, in the artifact and in the SavedModel form, with identical numbers."""
+    tf = pytest.importorskip("tensorflow")
+    x = np.random.default_rng(12).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    results = {}
+    for state in ("DEFAULT", "DISABLED"):
+        out = tmp_path / state
+        options = f"bfloat16_optimization: DISABLED\nio_shape_optimization: {state}"
+        manifest = convert(str(onnx_path), str(out), options)
+        assert manifest["io_shape_optimization"] is (state == "DEFAULT")
+        results[state] = (
+            mlconv.load(out)(x)[0],
+            serve_saved_model(tf, out / "saved_model", x=x)["y"],
+            (out / "tpu" / "tpu_function_0.mlir").read_text(),
+            manifest,
+        )
+    loaded, served, text, manifest = results["DEFAULT"]
+    assert manifest["functions"][0]["inputs"] == [{"reshape": {"input": 0}, "shape": [12, 128]}]
+    assert manifest["outputs"][0]["value"] == {
+        "reshape": {"function": "tpu_function_0", "output": 0},
+        "shape": [2, 5],
+    }
+    assert "tensor<12x128xf32>" in text and "-> (tensor<10xf32>" in text
+    plain_loaded, plain_served, plain_text, plain = results["DISABLED"]
+    assert plain["functions"][0]["inputs"] == [{"input": 0}]
+    assert "tensor<2x3x16x16xf32>" in plain_text
+    np.testing.assert_array_equal(loaded, plain_loaded)
+    np.testing.assert_array_equal(served, plain_served)
+    np.testing.assert_allclose(loaded, onnxruntime(conv_model(), x), rtol=1e-5, atol=1e-5)
 
 
 def bf16_model() -> onnx.ModelProto:

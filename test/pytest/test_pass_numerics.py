@@ -504,3 +504,17 @@ def test_tflite_to_core(keras_model) -> None:
     numerics.assert_scaled_close(
         numerics.interpret(core, [x]), expected, RTOL_ACROSS, "tflite-to-core"
     )
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "convnet"])
+def test_tpu_io_shapes(name: str) -> None:
+    """tpu-io-shapes (mlconv-convert's IO shape optimization) right after core-to-tpu: the
+    boundary reshapes leave every number as it was, bit for bit."""
+    case = onnx_case(name)
+    before = numerics.apply_passes(case.before("core-to-tpu"), "core-to-tpu")
+    after = check_pass(before, "tpu-io-shapes", case.inputs, case.other, what=name)
+    assert "tpu.reshape" in str(after)
+    for got, expected in zip(
+        numerics.interpret(after, case.inputs), numerics.interpret(before, case.inputs), strict=True
+    ):
+        np.testing.assert_array_equal(got, expected)
