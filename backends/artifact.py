@@ -11,7 +11,8 @@
 
 `save_artifact(module, outdir, ...)` takes a module at the tpu level (every op of `@main` in a
 `tpu.region`, but for the boundary reshapes of tpu-io-shapes, which a value's reference in the
-manifest records as `{"reshape": ref, "shape": [...]}` and the loader does on the host); `load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
+manifest records as `{"reshape": ref, "shape": [...]}` and the loader does on the host);
+`load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
 arrays in (positionally or by input name, checked against the recorded signature), a list of
 numpy arrays out. Loading needs jax only: no xDSL parsing, no TensorFlow, no source model.
 

@@ -23,9 +23,7 @@ def _ours(module: str, attribute: str) -> Callable[[], type[ModulePass]]:
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # upstream xDSL
     "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": _lazy(
-        "xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"
-    ),
+    "cse": _lazy("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
     "dce": _lazy("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
     # onnx
     "onnx-to-core": _ours("onnx_to_core", "OnnxToCorePass"),
