@@ -8,7 +8,8 @@ that op inside its parent scope. Attributes (summarized: weights show shape, dty
 first values, never the whole buffer), the location and the op name go to the side panel;
 each result's shape and dtype go to `outputsMetadata` (`tensor_shape`, shown on edges), edges
 follow SSA uses. Function arguments are `Input` nodes, `func.return` the `Output` node; ops with
-regions (`core.If`, `tpu.while`, ...) link to one subgraph per region.
+regions (`core.If`, `tpu.while`, ...) link to one subgraph per region, where a `Captured` node
+stands for each value the region reads from outside.
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ def module_graphs(module: ModuleOp) -> list[gb.Graph]:
 
 
 def node_namespace(location: str | None) -> str:
-    """`"/block1/conv/"` -> `"block1/conv"`: the location's path, without empty components."""
+    """`"/block1/conv/"` -> `"block1/conv"`: the location's path, without empty components.
+    A TFLite name of fused ops (`a/Relu;a/conv`) is scoped by its first name."""
     if not location:
         return ""
-    return "/".join(part for part in location.split("/") if part)
+    return "/".join(part for part in location.split(";")[0].split("/") if part)
 
 
 def type_text(type_: Attribute) -> str:
@@ -140,7 +142,7 @@ class _GraphBuilder:
                 continue
             if isinstance(op, YieldOp) and placement is not None and op is block.last_op:
                 continue
-            node = self._op_node(str(len(graph.nodes)), op, sources)
+            node = self._op_node(graph, op, sources)
             if placement is not None:
                 node.attrs.append(gb.KeyValue("placement", placement))
             graph.nodes.append(node)
@@ -152,14 +154,26 @@ class _GraphBuilder:
             for r, result in enumerate(op.results):
                 sources[result] = (node.id, str(r))
 
+    def _captured(
+        self, graph: gb.Graph, value: SSAValue, sources: dict[SSAValue, tuple[str, str]]
+    ) -> tuple[str, str]:
+        node = gb.GraphNode(id=f"captured{len(graph.nodes)}", label="Captured")
+        name = value.name_hint or "value"
+        node.attrs.append(gb.KeyValue("name", name))
+        node.outputsMetadata.append(_output_metadata("0", value, name))
+        graph.nodes.append(node)
+        sources[value] = (node.id, "0")
+        return sources[value]
+
     def _op_node(
-        self, node_id: str, op: Operation, sources: dict[SSAValue, tuple[str, str]]
+        self, graph: gb.Graph, op: Operation, sources: dict[SSAValue, tuple[str, str]]
     ) -> gb.GraphNode:
         location = describe_location(op.location)
         if isinstance(op, ReturnOp):
             label = "Output"
         else:
             label = op.name.split(".", 1)[-1]
+        node_id = str(len(graph.nodes))
         node = gb.GraphNode(id=node_id, label=label, namespace=node_namespace(location))
         node.attrs.append(gb.KeyValue("op", op.name))
         if location:
@@ -168,8 +182,8 @@ class _GraphBuilder:
             node.attrs.append(gb.KeyValue(name, attribute_text(attribute)))
         for slot, operand in enumerate(op.operands):
             source = sources.get(operand)
-            if source is None:  # a value of an enclosing region: no edge inside this graph
-                continue
+            if source is None:  # a value of an enclosing region: a Captured node stands for it
+                source = self._captured(graph, operand, sources)
             node.incomingEdges.append(
                 gb.IncomingEdge(
                     sourceNodeId=source[0],

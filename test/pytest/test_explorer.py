@@ -189,6 +189,91 @@ def test_mlir_file_shows_as_written(model: Path, tmp_path: Path) -> None:
     assert set(NODES) <= {n.namespace for n in graph.nodes}
 
 
+def test_regions_are_subgraphs(tmp_path: Path) -> None:
+    """An If's branches are subgraphs of its node; what a branch reads from outside is a
+    Captured node feeding it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def branch(name, op):
+        node = helper.make_node(op, ["x"], [f"{name}_y"], name=f"{name}/{op.lower()}")
+        output = helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [2])
+        return helper.make_graph([node], name, [], [output])
+
+    gate = helper.make_node("If", ["c"], ["y"], name="gate/if", then_branch=branch("then", "Relu"),
+                            else_branch=branch("else", "Neg"))  # fmt: skip
+    inputs = [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+              helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])]  # fmt: skip
+    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    model = helper.make_model(helper.make_graph([gate], "g", inputs, [output]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    path = tmp_path / "if.onnx"
+    onnx.save(model, path)
+    graphs = {g.id: g for g in model_graphs(path, "framework")}
+    (node,) = [n for n in graphs["main"].nodes if n.label == "If"]
+    assert node.namespace == "gate/if" and len(node.subgraphIds) == 2
+    for sub_id, label in zip(node.subgraphIds, ["Relu", "Neg"], strict=True):
+        nodes = _by_id(graphs[sub_id])
+        (op,) = [n for n in nodes.values() if n.label == label]
+        assert [nodes[e.sourceNodeId].label for e in op.incomingEdges] == ["Captured"]
+        assert _attrs(nodes[op.incomingEdges[0].sourceNodeId])["name"] == "x"
+
+
+def test_model_explorer_loads_the_extension(model: Path) -> None:
+    """What `model-explorer MODEL --extensions=mlconv.explorer` runs: the extension manager
+    imports mlconv.explorer.main, lists the adapters and answers the page's convert command."""
+    from model_explorer.extension_manager import ExtensionManager
+
+    manager = ExtensionManager(["mlconv.explorer"])
+    manager.load_extensions()
+    ids = {ext["id"] for ext in manager.get_extensions_metadata()}
+    assert {"mlconv_core", "mlconv_framework", "mlconv_tpu"} <= ids
+    command = {"extensionId": "mlconv_framework", "cmdId": "convert", "modelPath": str(model),
+               "settings": {}, "deleteAfterConversion": False}  # fmt: skip
+    answer = json.loads(json.dumps(manager.run_cmd(command)))
+    assert len(answer["graphs"][0]["nodes"]) == 16
+
+
+@pytest.fixture(scope="module")
+def keras_models(tmp_path_factory) -> tuple[Path, Path]:
+    """A small Keras CNN (named layers, seeded weights) as a SavedModel folder and a .tflite."""
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+    keras.utils.set_random_seed(3)
+    x = keras.Input((8, 8, 3), name="x", batch_size=1)
+    h = keras.layers.Conv2D(4, 3, padding="same", name="block1_conv")(x)
+    h = keras.layers.ReLU(name="block1_relu")(h)
+    h = keras.layers.GlobalAveragePooling2D(name="head_pool")(h)
+    model = keras.Model(x, keras.layers.Dense(5, name="head_fc")(h))
+    folder = tmp_path_factory.mktemp("keras")
+    model.export(str(folder / "saved"), verbose=False)
+    tflite = folder / "model.tflite"
+    tflite.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    return folder / "saved", tflite
+
+
+def test_savedmodel_and_tflite(keras_models) -> None:
+    from mlconv.tools.compare_source import compare_with_source
+
+    saved, tflite = keras_models
+    for path in (saved, saved / "saved_model.pb", tflite):
+        graph = model_graphs(path, "core")[0]
+        ids = _by_id(graph)
+        assert all(e.sourceNodeId in ids for n in graph.nodes for e in n.incomingEdges)
+        (conv,) = [n for n in graph.nodes if n.label == "Convolution"]
+        assert "block1_" in conv.namespace and ";" not in conv.namespace
+        output = next(n for n in graph.nodes if n.label == "Output")
+        last = ids[output.incomingEdges[0].sourceNodeId]
+        # TFLite names an op by its output tensor: the model's last op by the output's name
+        assert "head_fc" in last.namespace or path == tflite
+    report = compare_with_source(tflite, per_layer=True)
+    graphs = model_graphs(tflite, "core")
+    data = error_node_data(graphs, report.rows, against=report.runtime)
+    coloured = {graphs[0].nodes[int(i)].namespace for i in data.graphsData["main"].results}
+    assert len(report.layers) >= 2 and len(coloured) >= len(report.layers)
+    assert any("block1_" in c for c in coloured)
+
+
 def test_unreadable_model_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
@@ -324,8 +409,16 @@ def test_page_renders_in_chromium(model: Path) -> None:
     view = shutil.which("mlconv-view") or [sys.executable, "-m", "mlconv.tools.mlconv_view"]
     command = [view] if isinstance(view, str) else view
     server = subprocess.Popen(
-        [*command, str(model), "--overlay-errors", "--no-browser", "--host", "127.0.0.1",
-         "--port", str(port)],  # fmt: skip
+        [
+            *command,
+            str(model),
+            "--overlay-errors",
+            "--no-browser",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
