@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import onnx
 import pytest
+from mlconv_example_plugin import DOMAIN, OP_TYPE, softclip_reference
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
 from mlconv import plugins
 from mlconv.frontends.onnx_importer import import_onnx
-from mlconv_example_plugin import DOMAIN, OP_TYPE, softclip_reference
 
 
 def softclip_model(alpha: float | None, seed: int = 0) -> onnx.ModelProto:
