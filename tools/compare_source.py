@@ -7,7 +7,8 @@ The source side runs in the framework's own runtime: onnxruntime for .onnx (ever
 added as a graph output), TensorFlow for a SavedModel folder (the frozen graph's tensors, fetched
 in one session run) and LiteRT for .tflite (`experimental_preserve_all_tensors`). The mlconv
 side is the model compiled by `mlconv.compile` (its outputs) and, for `per_layer`, the same model
-lowered to tpu ops and run by the tpu reference interpreter, whose `Recorder` keeps each op's
+lowered to tpu ops (without core-fuse, whose fused ops would stand at the location of one of
+their parts) and run by the tpu reference interpreter, whose `Recorder` keeps each op's
 results by location: the source node name every imported op carries (an ONNX node's name, a TF
 op's name, a TFLite op's first output tensor). A layer is a source node both sides have, compared
 where the shapes agree (an NHWC source tensor is compared with mlconv's NCHW value transposed).
@@ -378,12 +379,21 @@ def _run_tflite(path: str, names, arrays, per_layer: bool):
 
 
 def _mlconv_layers(module, arrays, input_shapes: str) -> dict[str, list[np.ndarray]]:
-    """Every op's results by location, from the tpu reference interpreter of the lowered
-    module (device-neutral tpu ops: the layout of the source's NCHW or of core's)."""
-    from mlconv.api import lower_to_tpu
+    """Every op's results by location, from the tpu reference interpreter of the module
+    lowered by core-to-tpu-pipeline without its target passes (device-neutral tpu ops in
+    core's NCHW layout) and without core-fuse: a fusion leaves the fused op at the location of
+    one of its parts (Convolution+BatchNorm at the Convolution's), whose value is then the
+    fused one. The outputs are compared on the whole pipeline."""
+    from mlconv.api import lower_to_core
+    from mlconv.dialects import make_context
     from mlconv.interpreters import Recorder, run_module
+    from mlconv.passes.pipelines import CoreToTpuPipeline
 
-    lower_to_tpu(module, input_shapes)
+    lower_to_core(module)
+    ctx = make_context()
+    for stage in CoreToTpuPipeline(input_shapes=input_shapes).passes():
+        if stage.name != "core-fuse":
+            stage.apply(ctx, module)
     recorder = Recorder()
     run_module(module, arrays, recorder)
     return recorder.by_location()

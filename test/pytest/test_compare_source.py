@@ -158,3 +158,21 @@ def test_keras_tflite_per_layer(keras_model, capsys):
     assert kinds == ["CONV_2D", "MAX_POOL_2D", "MEAN", "FULLY_CONNECTED"]
     assert report["layers"][1]["shape"] == [1, 6, 6, 8]
     assert report["layers"][-1]["location"] == report["outputs"][0]["name"]
+
+
+def test_demo_shows_passes_layers_and_graph(tmp_path, capsys):
+    """`bash tools/demo.sh`'s default run: each pass with its time, three images whose top-1
+    differ, every layer within tolerance of onnxruntime, and the graph page's command."""
+    from mlconv.tools import demo
+
+    assert demo.main(["--device", "cpu", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for name in ("onnx-to-core", "core-fuse", "core-to-tpu", "tpu-conv-strategy"):
+        assert any(line.strip().startswith(name) and " ms " in line for line in out.splitlines())
+    assert "numerics preserved by every pass" in out
+    tops = [
+        line.split("top-5 class ")[1].split(":")[0] for line in out.splitlines() if "top-5" in line
+    ]
+    assert len(tops) == 3 and len(set(tops)) > 1, out
+    assert "15 layers matched" in out and "first divergence: none" in out
+    assert f"mlconv-view {tmp_path / 'demo_cnn.onnx'} --overlay-errors" in out
