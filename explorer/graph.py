@@ -79,7 +79,7 @@ def attribute_text(attribute: Attribute) -> str:
         array = to_numpy(attribute)
         flat = array.reshape(-1)[:SHOWN_ELEMENTS]
         values = ", ".join(
-            np.format_float_positional(v, 6) if array.dtype.kind == "f" else str(v)
+            np.format_float_positional(v, 6, trim="-") if array.dtype.kind == "f" else str(v)
             for v in flat.tolist()
         )
         more = ", ..." if array.size > SHOWN_ELEMENTS else ""

@@ -103,7 +103,7 @@ def body(argv: list[str] | None) -> int:
     if args.graph_json or args.node_data_json:
         if args.graph_json:
             with atomic_output(args.graph_json) as out:
-                json.dump(convert_adapter_response({"graphs": graphs}), out)
+                json.dump(convert_adapter_response({"graphs": graphs}), out, indent=1)
         if args.node_data_json:
             if node_data is None:
                 raise OptionError("--node-data-json needs --overlay-errors")
