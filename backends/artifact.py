@@ -61,6 +61,7 @@ def save_artifact(
     `tpu_function_<i>` past its end. With `saved_model` (and TensorFlow installed) the folder
     also holds OUTDIR/saved_model: `source` rewritten when it is a SavedModel and `placement`
     maps the artifact's function names to its concrete function names, else a new one."""
+    from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES, _names, find_main
     from mlconv.dialects import tpu
 
@@ -71,27 +72,43 @@ def save_artifact(
     }
     functions = []
     exported = []
-    for op in block.ops:
+    # tpu.batch ops (tpu-batch) are seen through; each is also exported whole (backends/batcher.py)
+    ops, aliases, batch_ops = flatten_batch_ops(block)
+    regions: dict[Any, str] = {}
+    for op in ops:
         if isinstance(op, tpu.RegionOp):
             name = _function_name(function_names, len(functions))
-            inputs = [_reference(values, v, op) for v in op.inputs]
+            regions[op] = name
+            inputs = [_reference(values, aliases.get(v, v), op) for v in op.inputs]
             for index, result in enumerate(op.results):
                 values[result] = {"function": name, "output": index}
             functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
             exported.append((name, _export_region(op)))
         elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:
             # a boundary reshape (tpu-io-shapes), done on the host: recorded in the reference
-            origin = _reference(values, op.operands[0], op)
+            origin = _reference(values, aliases.get(op.operands[0], op.operands[0]), op)
             values[op.results[0]] = {
                 "reshape": origin,
                 "shape": list(op.results[0].type.get_shape()),
             }
         elif op.name == "func.return":
-            outputs = [_reference(values, v, op) for v in op.operands]
+            outputs = [_reference(values, aliases.get(v, v), op) for v in op.operands]
         else:
             raise BackendError.at(
                 op, "is outside a tpu.region; the artifact holds TPU functions only"
             )
+    batches = [
+        describe_batch(
+            batch,
+            f"batch_{index}",
+            lambda v, batch=batch: _reference(values, aliases.get(v, v), batch),
+            [regions[r] for r in batch.body.ops if r in regions],
+        )
+        for index, batch in enumerate(batch_ops)
+    ]
+    batched = [
+        (entry["name"], export_batched(b)) for entry, b in zip(batches, batch_ops, strict=True)
+    ]
     specs = InputSpec.from_main(main)
     manifest = {
         "format": FORMAT,
@@ -109,6 +126,8 @@ def save_artifact(
         "converter_options": options_text,
         **(extra or {}),
     }
+    if batches:
+        manifest["batches"] = batches
     import importlib.util
 
     write_tf = saved_model and importlib.util.find_spec("tensorflow") is not None
@@ -124,6 +143,8 @@ def save_artifact(
         for name, exp in exported:
             (staging / "tpu" / f"{name}.jaxexport").write_bytes(exp.serialize())
             (staging / "tpu" / f"{name}.mlir").write_text(exp.mlir_module())
+        for name, exp in batched:
+            (staging / "tpu" / f"{name}.batched.jaxexport").write_bytes(exp.serialize())
         if write_tf:
             from mlconv.backends.saved_model_writer import write_saved_model
 
@@ -261,4 +282,9 @@ def is_artifact(path: str | os.PathLike) -> bool:
 
 def load_artifact(outdir: str | os.PathLike, device: str | None = None) -> LoadedArtifact:
     """`mlconv.load(OUTDIR)`: the artifact's model as a callable on `device`."""
-    return LoadedArtifact(outdir, device)
+    loaded = LoadedArtifact(outdir, device)
+    if loaded.manifest.get("batches"):
+        from mlconv.backends.batcher import BatchingModel
+
+        return BatchingModel(loaded, outdir)
+    return loaded

@@ -20,6 +20,9 @@ default too). The output is an artifact folder (backends/artifact.py)
 holding the TPU functions as serialized jax.export modules with their weights, a manifest, and
 OUTDIR/saved_model: the model as a SavedModel whose TPU functions are XlaCallModule ops
 (backends/saved_model_writer.py), the host part around them left in TensorFlow.
+The conversion report (`tpu-report`: TPU cost per function from XLA's cost analysis, the host
+part's cost from TensorFlow's shapes) goes to stderr with the progress lines and to
+OUTDIR/conversion_report.txt.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from mlconv.errors import OptionError
 from mlconv.tools.cli import ToolArgumentParser, run_tool
 
 PROG = "mlconv-convert"
+REPORT = "conversion_report.txt"
 
 
 def make_parser() -> ToolArgumentParser:
@@ -114,14 +118,32 @@ def place(settings: Any, model: Path) -> tuple[dict[str, str], list[str], dict[s
     return frontend, names, {name: chosen.concrete_name}
 
 
+def host_part_cost(model: Path, placement: dict[str, str]) -> int:
+    """The host part's cost: the SavedModel's signatures outside the TPU functions
+    (frontends/tf_placement.host_cost); an ONNX or TFLite model is placed whole."""
+    if not placement:
+        return 0
+    from mlconv.frontends.tf_placement import Placed, host_cost
+
+    return host_cost(model, [Placed(name, name, "", 0) for name in placement.values()])
+
+
+def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
+    """Each TPU function's cost (tpu-report's annotation), named as the artifact names it."""
+    from mlconv.backends.artifact import _function_name
+    from mlconv.dialects import tpu
+    from mlconv.passes.tpu_report import cost_of
+
+    regions = [r for r in module.walk() if isinstance(r, tpu.RegionOp) and cost_of(r)]
+    return {_function_name(names, i): cost_of(r) for i, r in enumerate(regions)}
+
+
 def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     """Optimizations the options ask for that this version does not perform: an explicit
     ENABLED (or a block of options) is refused; a DEFAULT one is listed in the manifest and on
     the progress lines."""
     del explicit  # every explicitly enabled optimization is performed now
     pending: list[str] = []
-    if settings.batch_options:
-        raise OptionError("batch_options: in-graph batching is not supported yet")
     if settings.sharding is not None:
         raise OptionError("xla_sharding_options: sharding is not supported yet")
     return pending
@@ -144,6 +166,7 @@ def convert(
     from mlconv.passes.pipelines import CoreToTpuPipeline
     from mlconv.passes.tpu_bf16 import TpuBf16Pass
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
+    from mlconv.passes.tpu_report import TpuReportPass, format_report, work
     from mlconv.tools.converter_options import ConversionSettings, load_converter_options
 
     phases = Phases(quiet)
@@ -177,10 +200,19 @@ def convert(
             scope=settings.bfloat16_scope.lower(),
         )
         phases.run("bfloat16 (tpu-bf16)", lambda: bf16.apply(make_context(), module))
+    if settings.batch_options:
+        from mlconv.passes.tpu_batch import batch_pass_for
+
+        batch = batch_pass_for(settings.batch_options, path, names, placement)
+        phases.run("batching (tpu-batch)", lambda: batch.apply(make_context(), module))
     if settings.io_shape_optimization:
         phases.run(
             "io shapes (tpu-io-shapes)", lambda: TpuIoShapesPass().apply(make_context(), module)
         )
+    phases.run("cost report (tpu-report)", lambda: TpuReportPass().apply(make_context(), module))
+    cpu_cost = host_part_cost(path, placement)
+    tpu_costs = function_costs(module, names)
+    report = format_report({name: work(cost) for name, cost in tpu_costs.items()}, cpu_cost)
     from google.protobuf import text_format
 
     manifest = phases.run(
@@ -195,11 +227,15 @@ def convert(
             extra={
                 "bfloat16": settings.bfloat16,
                 "io_shape_optimization": settings.io_shape_optimization,
+                "report": {"tpu": tpu_costs, "cpu": cpu_cost},
                 "not_performed": pending,
                 "phase_seconds": phases.times,
             },
         ),
     )
+    (Path(output) / REPORT).write_text(report)
+    if not quiet:
+        print(report, end="", file=sys.stderr)
     if pending and not quiet:
         print(
             f"{PROG}: note: not performed (on by default in the seed, not implemented yet): "

@@ -4,6 +4,7 @@
     mlconv-run model.onnx --inputs in.npz --outputs out.npz --input-shapes x:1,3,224,224
     mlconv-run model.onnx --compare-with-source --per-layer [--json]
     mlconv-opt in.mlir -p core-fuse | mlconv-run - --interpret --inputs x.npz --print-outputs
+    mlconv-run converted/ --serve --port 8500      # HTTP, batching (backends/serving.py)
 
 The .npz keys are the model's input names (`np.savez(f, x=...)`); positional `arr_0, arr_1, ...`
 (`np.savez(f, a, b)`) are accepted too. Outputs are written under the model's output names.
@@ -60,6 +61,13 @@ def make_parser() -> ToolArgumentParser:
         "--backend", choices=["jax", "openvino"], default="jax",
         help="run through JAX/XLA (default) or the OpenVINO runtime (cpu)",
     )  # fmt: skip
+    parser.add_argument(
+        "--serve", action="store_true",
+        help="serve an mlconv-convert artifact over HTTP, batching concurrent requests "
+        "(backends/serving.py: POST /v1/predict, GET /v1/model)",
+    )  # fmt: skip
+    parser.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
+    parser.add_argument("--port", type=int, default=8500, help="with --serve: port (0: any)")
     parser.add_argument(
         "--input-shapes",
         action="append",
@@ -289,6 +297,8 @@ def _run(argv: list[str] | None) -> int:
         raise OptionError("--per-layer goes with --compare-with-source")
     if args.json and not args.compare_with_source:
         raise OptionError("--json goes with --compare-with-source")
+    if args.serve:
+        return _serve(args)
     if not args.compare_with_source:
         if args.inputs is None:
             raise OptionError("the following arguments are required: --inputs")
@@ -376,6 +386,16 @@ def _module_names(module: Any, compiled: Any) -> tuple[list[str] | None, list[st
         return list(inputs), list(outputs)
     found = names_of_module(module)
     return found if found is not None else (None, None)
+
+
+def _serve(args: Any) -> int:
+    """`--serve`: the artifact's model behind backends/serving.py's HTTP endpoint."""
+    from mlconv.backends.artifact import is_artifact, load_artifact
+    from mlconv.backends.serving import serve
+
+    if not is_artifact(args.model):
+        raise OptionError(f"--serve: {args.model} is not an mlconv-convert artifact folder")
+    return serve(load_artifact(args.model, args.device), args.model, args.host, args.port)
 
 
 def main(argv: list[str] | None = None) -> int:
