@@ -42,8 +42,15 @@ class OpenVinoModule:
         if len(arrays) != len(self.names):
             raise InputError(f"the model takes {len(self.names)} inputs, got {len(arrays)}")
         request = self.compiled.create_infer_request()
-        results = request.infer([np.ascontiguousarray(a) for a in arrays])
+        results = request.infer([np.asarray(a, order="C") for a in arrays])  # keeps 0-d
         return [np.array(results[output]) for output in self.compiled.outputs]
+
+
+def ov_message(error: Exception) -> str:
+    """The informative line of an OpenVINO exception (not its 'Exception from file:line')."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Exception from", "Check '"))]
+    return (useful or lines or [type(error).__name__])[-1]
 
 
 def read_model(module: ModuleOp, compress_to_fp16: bool = False):
@@ -57,8 +64,7 @@ def read_model(module: ModuleOp, compress_to_fp16: bool = False):
     try:
         return ov.Core().read_model(model=xml.decode(), weights=tensor)
     except RuntimeError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else "RuntimeError"
-        raise BackendError(f"OpenVINO cannot read the IR: {first}") from None
+        raise BackendError(f"OpenVINO cannot read the IR: {ov_message(error)}") from None
 
 
 def compile_module(module: ModuleOp, device: str | None = None) -> OpenVinoModule:
@@ -73,8 +79,7 @@ def compile_module(module: ModuleOp, device: str | None = None) -> OpenVinoModul
     try:
         compiled = ov.Core().compile_model(model, DEVICES[device], PRECISE)
     except RuntimeError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else "RuntimeError"
-        raise BackendError(f"OpenVINO cannot compile the model: {first}") from None
+        raise BackendError(f"OpenVINO cannot compile the model: {ov_message(error)}") from None
     function = _main(module)
     names = _names(function.arg_attrs, len(function.body.block.args), "input_")
     return OpenVinoModule(compiled, names)

@@ -200,6 +200,10 @@ class _Writer:
         raw = np.ascontiguousarray(stored).tobytes()
         from mlconv.backends.openvino_layers import ELEMENT_TYPES
 
+        if stored.dtype not in ELEMENT_TYPES:
+            raise BackendError.at(
+                op, f"has element type {stored.dtype}, which OpenVINO IR cannot hold"
+            )
         element = ELEMENT_TYPES[stored.dtype][0]
         data = {
             "element_type": element,
@@ -228,6 +232,15 @@ class _Writer:
         self.edges.append((layer_id, 0, convert_id, 0))
         self.outputs(convert, convert_id, [value], op, 1, names)
 
+    def array(self, array: np.ndarray, where) -> SSAValue:
+        """A Const layer for an input the emitter computed (a scalar k, sequence lengths)."""
+        from mlconv.dialects.core_tensor import ConstantOp
+
+        constant = ConstantOp.from_numpy(array)
+        constant.location = NameLoc(StringAttr(f"{_loc_name(where) or 'Const'}/input"), NoneAttr())
+        self.constant(constant, {})
+        return constant.results[0]
+
     def op(self, op: CoreOp, names) -> None:
         from mlconv.backends.openvino_layers import TARGET
 
@@ -239,7 +252,8 @@ class _Writer:
             rt = ET.SubElement(layer, "rt_info")
             for key, value in spec.rt_info.items():
                 ET.SubElement(rt, "attribute", {"name": key, "version": "0", "value": value})
-        port = self.connect(layer, layer_id, spec.inputs, op)
+        inputs = [self.array(v, op) if isinstance(v, np.ndarray) else v for v in spec.inputs]
+        port = self.connect(layer, layer_id, inputs, op)
         self.outputs(layer, layer_id, spec.outputs, op, port, names)
 
     def result(self, value: SSAValue, name: str, where) -> None:

@@ -130,6 +130,16 @@ def ov_type(op_name: str) -> str:
     return OV_TYPES.get(op_name, op_name.removeprefix("core."))
 
 
+# Where core's VERSION names an opset that lacks the op, the opset OpenVINO introduced it in.
+OV_SINCE = {
+    "core.Asinh": 4,
+    "core.Acosh": 4,
+    "core.Atanh": 4,
+    "core.ReduceL1": 4,
+    "core.ReduceL2": 4,
+}
+
+
 def layer(op: CoreOp, *, rename: dict[str, str] | None = None, drop: Sequence[str] = ()) -> Layer:
     """The layer of a core op whose attributes are OpenVINO's: every declared attribute with a
     value (explicit or default) under its (renamed) name."""
@@ -139,21 +149,29 @@ def layer(op: CoreOp, *, rename: dict[str, str] | None = None, drop: Sequence[st
         if value is None or key in drop:
             continue
         data[rename.get(key, key)] = format_value(op.ATTRIBUTES[key], value)
-    return Layer(ov_type(op.name), f"opset{op.VERSION}", data, list(op.operands), list(op.results))
+    version = max(op.VERSION, OV_SINCE.get(op.name, 0))
+    return Layer(ov_type(op.name), f"opset{version}", data, list(op.operands), list(op.results))
 
 
 def generic(op: CoreOp, w) -> Layer:
     return layer(op)
 
 
+SPECIAL = {
+    "core.Constant",
+    "core.Interpolate",
+    "core.MaxPool",
+    "core.TopK",
+    "core.OneHot",
+    "core.RNNSequence",
+    "core.GRUSequence",
+    "core.LSTMSequence",
+}
 GENERIC = sorted(
     name for name in OPS_BY_NAME if name not in UNSUPPORTED and name not in {"core.Yield"}
 )
 GENERIC = [
-    name
-    for name in GENERIC
-    if name not in {"core.Constant", "core.Interpolate", "core.MaxPool"}
-    and hasattr(OPS_BY_NAME[name], "ATTRIBUTES")
+    name for name in GENERIC if name not in SPECIAL and hasattr(OPS_BY_NAME[name], "ATTRIBUTES")
 ]
 lowering("core", GENERIC, target=TARGET)(generic)
 
@@ -189,4 +207,45 @@ def interpolate(op: CoreOp, w) -> Layer:
     if op.roi is not None:
         raise Refused("a roi operand has no OpenVINO Interpolate-11 equivalent")
     result = layer(op, drop=tuple(_INTERPOLATE_ONNX))
+    return result
+
+
+def _constant(op: CoreOp, index: int, what: str) -> np.ndarray:
+    from mlconv.dialects.core_base import constant_value
+
+    value = constant_value(op.operands[index])
+    if value is None:
+        raise Refused(f"{what} must be a constant")
+    return value
+
+
+@lowering("core", "core.TopK", target=TARGET)
+def top_k(op: CoreOp, w) -> Layer:
+    """TopK-11 takes k as a scalar (core, like ONNX, accepts [1])."""
+    result = layer(op)
+    result.inputs[1] = _constant(op, 1, "k").reshape(()).astype(np.int64)
+    return result
+
+
+@lowering("core", "core.OneHot", target=TARGET)
+def one_hot(op: CoreOp, w) -> Layer:
+    """OneHot-16 needs an integral scalar depth (core, like ONNX, accepts a float [1])."""
+    result = layer(op)
+    result.inputs[1] = _constant(op, 1, "depth").reshape(()).astype(np.int64)
+    return result
+
+
+@lowering("core", ["core.RNNSequence", "core.GRUSequence", "core.LSTMSequence"], target=TARGET)
+def sequence(op: CoreOp, w) -> Layer:
+    """OpenVINO's *Sequence-5 need the sequence_lengths input (core's is optional: the full
+    length) and have no peepholes."""
+    if getattr(op, "p", None) is not None:
+        raise Refused("LSTMSequence-5 has no peepholes (core's P operand)")
+    result = layer(op)
+    if op.sequence_lengths is None:
+        shape = op.x.type.get_shape()
+        if shape[0] < 0 or shape[1] < 0:
+            raise Refused("without sequence_lengths the batch and sequence sizes must be static")
+        position = 3 if op.name == "core.LSTMSequence" else 2
+        result.inputs.insert(position, np.full((shape[0],), shape[1], dtype=np.int32))
     return result

@@ -124,3 +124,159 @@ def compare_ops(module: ModuleOp, seed: int = 0, kinds: set[str] | None = None):
         except (MlconvError, AssertionError, RuntimeError, ValueError) as error:
             text = str(error).strip().splitlines()
             yield OpComparison(op.name, location, None, text[0] if text else type(error).__name__)
+
+
+# --- the checked table of test_openvino_oracle.py ---------------------------------------------
+TOLERANCE = 1e-4  # max |openvino - jax| / max |jax|
+
+
+def case_module(case):
+    """The core module of an ONNX node case (import + lowering to core), or None."""
+    from mlconv.api import load_model, lower_to_core
+    from mlconv.dialects import make_context
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+
+    module = lower_to_core(load_model(case.model))
+    CoreInferShapesPass().apply(make_context(), module)
+    return module
+
+
+def bind_static_inputs(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Make the inputs that feed static operands (a TopK's k, a Reshape's shape given as
+    graph inputs by ONNX cases) constants of their values, as the JAX path specializes them;
+    returns the remaining inputs."""
+    from xdsl.dialects.builtin import ArrayAttr
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    from mlconv.dialects import make_context
+    from mlconv.dialects.core_tensor import ConstantOp
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+
+    function = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    block = function.body.block
+    static = set()
+    for op in block.walk():
+        if isinstance(op, CoreOp):
+            for spec, group in zip(op.OPERANDS, op.operand_groups(), strict=True):
+                if spec.lstrip("*?") in op.STATIC_OPERANDS:
+                    static.update(group)
+    attrs = list(function.arg_attrs.data) if function.arg_attrs else [None] * len(block.args)
+    kept_inputs, kept_attrs = [], []
+    for arg, array, attr in zip(list(block.args), inputs, attrs, strict=True):
+        if arg not in static:
+            kept_inputs.append(array)
+            kept_attrs.append(attr)
+            continue
+        constant = ConstantOp.from_numpy(np.asarray(array))
+        Rewriter.insert_op(constant, InsertPoint.at_start(block))
+        arg.replace_all_uses_with(constant.results[0])
+        block.erase_arg(arg)
+    if len(kept_inputs) != len(inputs):
+        function.update_function_type()
+        if function.arg_attrs is not None:
+            function.arg_attrs = ArrayAttr(kept_attrs)
+        CoreInferShapesPass().apply(make_context(), module)
+    return kept_inputs
+
+
+def check_case(case) -> tuple[str, str]:
+    """("pass" | "differs" | "unsupported", detail) of one ONNX node case's core IR run in
+    OpenVINO against the JAX path on the case's first data set."""
+    import warnings
+
+    from mlconv.errors import MlconvError
+    from mlconv.tools.onnx_conformance import as_array
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = case_module(case)
+        inputs = bind_static_inputs(module, [as_array(v) for v in case.data_sets[0][0]])
+        try:
+            value = compare_module(module, inputs)
+        except MlconvError as error:
+            return "unsupported", str(error).strip().splitlines()[0][:200]
+        except (AssertionError, RuntimeError) as error:
+            from mlconv.backends.openvino_backend import ov_message
+
+            return "differs", ov_message(error)[:200]
+    if not value <= TOLERANCE:
+        return "differs", f"max relative difference {value:.3g}"
+    return "pass", ""
+
+
+def _representable(module: ModuleOp) -> bool:
+    """Every value's element type is one OpenVINO IR holds (no float8/int4 cases)."""
+    from mlconv.backends.openvino_layers import ELEMENT_TYPES
+
+    for op in module.walk():
+        for value in op.results:
+            if isinstance(value.type, TensorType):
+                try:
+                    if numpy_dtype(value.type.get_element_type()) not in ELEMENT_TYPES:
+                        return False
+                except (KeyError, ValueError, TypeError):
+                    return False
+    return True
+
+
+def sample_cases(failing: set[str]) -> dict[str, str]:
+    """For every core op kind the ONNX node cases produce, the case with the fewest core ops
+    that produces it (cases in `failing`, the conformance table's, are skipped)."""
+    import warnings
+
+    from mlconv.tools.onnx_conformance import collect_cases
+
+    best: dict[str, tuple[int, str]] = {}
+    for case in collect_cases():
+        if case.name in failing:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                module = case_module(case)
+        except Exception:  # noqa: BLE001 - cases mlconv cannot lower are not the oracle's
+            continue
+        if not _representable(module):
+            continue
+        size = sum(1 for op in module.walk() if isinstance(op, CoreOp))
+        for kind in op_kinds(module):
+            if kind not in best or size < best[kind][0]:
+                best[kind] = (size, case.name)
+    return {kind: name for kind, (_, name) in sorted(best.items())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m mlconv.backends.openvino_oracle --write TABLE.json: sample one ONNX node case
+    per core op kind, run each in OpenVINO and JAX, write the table (reasons for new entries
+    are the observed messages: edit them into explanations)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from mlconv.backends.openvino_layers import UNSUPPORTED
+    from mlconv.tools.onnx_conformance import collect_cases
+
+    parser = argparse.ArgumentParser(prog="python -m mlconv.backends.openvino_oracle")
+    parser.add_argument("--write", required=True, help="the table to (re)write")
+    parser.add_argument("--conformance", default="test/pytest/onnx_conformance_expected.json")
+    args = parser.parse_args(argv)
+    failing = {
+        name for names in json.loads(Path(args.conformance).read_text()).values() for name in names
+    }
+    path = Path(args.write)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    cases = sample_cases(failing)
+    by_name = {c.name: c for c in collect_cases()}
+    table: dict = {"cases": cases, "differs": {}, "unsupported": {}}
+    for kind, name in cases.items():
+        status, detail = check_case(by_name[name])
+        print(f"{kind:32} {name:50} {status} {detail}", flush=True)
+        if status != "pass":
+            previous = old.get(status, {}).get(kind)
+            table[status][kind] = previous or UNSUPPORTED.get(kind) or detail
+    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
