@@ -124,6 +124,19 @@ class CustomOp(CoreOp):
 
         return tuple(custom_call(inputs, domain, op_type, attrs, declared))
 
+    def missing_implementation(self) -> str | None:
+        """Why this op cannot run on the host (no implementation registered), or None."""
+        from mlconv import custom_ops
+
+        domain = self.attributes["domain"].data if "domain" in self.attributes else ""
+        op_type = self.attributes["op_type"].data
+        if (domain, op_type) in custom_ops.IMPLEMENTATIONS:
+            return None
+        return (
+            f"custom op {custom_ops.label(domain, op_type)} has no host implementation: register "
+            "one with mlconv.custom_ops.register, or lower it in a plugin"
+        )
+
     def verify_semantics(self) -> None:
         if not self.attributes["op_type"].data:
             raise VerifyException("core.Custom needs a non-empty op_type")

@@ -363,6 +363,9 @@ class _Importer:
     # -- the model --------------------------------------------------------------------------
 
     def import_model(self) -> ModuleOp:
+        from mlconv import plugins
+
+        plugins.load()  # plugin importers of custom-domain ops
         problems: list[tuple[str, str]] = []
         graph = self.model.graph
         self._check_ops(graph, problems)

@@ -21,6 +21,7 @@ from xdsl.passes import ModulePass
 
 from mlconv.dialects import tpu
 from mlconv.dialects.core_base import CoreOp
+from mlconv.dialects.core_custom import CustomOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import PassFailure
 from mlconv.passes.core_semantics import StaticOperandMissing, static_types, trace
@@ -76,6 +77,10 @@ class _Lowering:
             return
         if not isinstance(op, CoreOp):
             raise PassFailure.at(op, "has no lowering to the tpu dialect")
+        if isinstance(op, CustomOp) and not static_types(op.results):
+            problem = op.missing_implementation()  # only it could give the result shapes
+            if problem:
+                raise PassFailure.at(op, problem)
         if not static_types(op.operands) or not static_types(op.results):
             raise PassFailure.at(
                 op, "has a dynamic shape; the TPU needs static shapes (set input-shapes)"

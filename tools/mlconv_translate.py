@@ -236,7 +236,10 @@ def _export(args: Any, translation: Translation, path: str) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    from mlconv import plugins
+
     args = make_parser().parse_args(argv)
+    plugins.load()  # installed plugins' importers, lowerings and dialects (a PluginError: 1 line)
     translation = TRANSLATIONS[args.translation]
     path = args.input
     if args.check and translation.direction != "import":

@@ -1,0 +1,140 @@
+"""Custom ops pass through (allow-custom): an ONNX op of an unknown domain imports as
+onnx.Custom, becomes core.Custom, and runs through the Python implementation registered for its
+(domain, op type) in mlconv.custom_ops (jax.pure_callback on the host); without the option the
+model fails listing the op."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mlconv
+from mlconv import custom_ops
+from mlconv.errors import MlconvError, PassFailure
+from mlconv.frontends.onnx_importer import import_onnx
+
+DOMAIN = "com.acme"
+
+
+def sort_rows(x: np.ndarray, *, descending: int = 0, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """The host implementation: the `keep` first values of each row, sorted, and their indices."""
+    order = np.argsort(-x if descending else x, axis=-1, kind="stable")[..., :keep]
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.int64)
+
+
+@pytest.fixture
+def registered():
+    custom_ops.register(DOMAIN, "SortRows", sort_rows)
+    yield
+    custom_ops.unregister(DOMAIN, "SortRows")
+
+
+def model(descending: int, seed: int = 0) -> onnx.ModelProto:
+    """h = x @ W; (values, indices) = acme.SortRows(h); y = values + B. Seeded random weights;
+    ONNX shape inference knows nothing of SortRows' outputs."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((6, 10)).astype(np.float32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"], name="matmul"),
+        helper.make_node(
+            "SortRows", ["h"], ["values", "indices"], domain=DOMAIN, name="sort",
+            descending=descending, keep=4,
+        ),
+        helper.make_node("Add", ["values", "B"], ["y"], name="bias"),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "sorted",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 6])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, None),
+        ],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(bias, "B")],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)]
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def reference(proto: onnx.ModelProto, x: np.ndarray, descending: int):
+    w, bias = (numpy_helper.to_array(t) for t in proto.graph.initializer)
+    values, indices = sort_rows(x @ w, descending=descending, keep=4)
+    return values + bias, indices
+
+
+@pytest.mark.parametrize("descending", [0, 1])
+def test_allow_custom_runs_the_host_implementation(registered, descending):
+    proto = model(descending)
+    run = mlconv.compile(proto, device="cpu", allow_custom=True, quiet=True)
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        x = rng.standard_normal((3, 6)).astype(np.float32)
+        y, indices = run(x)
+        expected_y, expected_indices = reference(proto, x, descending)
+        assert indices.dtype == np.int64 and indices.shape == (3, 4)
+        np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
+
+
+def test_without_allow_custom_the_op_is_listed(registered):
+    with pytest.raises(PassFailure) as caught:
+        mlconv.compile(model(0), device="cpu", quiet=True)
+    assert str(caught.value) == (
+        "error: no lowering to core for 1 onnx op type(s) at opset 17: "
+        "onnx.com.acme.SortRows-1 (1 node: sort)"
+    )
+
+
+def test_no_implementation_is_one_error_at_the_op():
+    with pytest.raises(MlconvError) as caught:
+        mlconv.compile(model(0), device="cpu", allow_custom=True, quiet=True)
+    assert "\n" not in str(caught.value)
+    assert caught.value.location == "sort"
+    assert "com.acme.SortRows has no host implementation" in str(caught.value)
+
+
+def _round_trip(module) -> str:
+    from xdsl.parser import Parser
+
+    from mlconv.dialects import make_context
+
+    text = str(module)
+    again = str(Parser(make_context(), text).parse_module())
+    assert again == text
+    return text
+
+
+def test_ir_of_every_level_round_trips(registered):
+    from mlconv.api import lower_to_core, lower_to_tpu
+
+    module = import_onnx(model(1))
+    text = _round_trip(module)
+    assert (
+        '"onnx.Custom"(%h) {domain = "com.acme", op_type = "SortRows", version = 1 : i64, ' in text
+    )
+    assert "attrs = {descending = 1 : i64, keep = 4 : i64}" in text
+    lower_to_core(module, allow_custom=True)
+    assert '"core.Custom"(%h) {domain = "com.acme", op_type = "SortRows"' in _round_trip(module)
+    lower_to_tpu(module)
+    text = _round_trip(module)
+    assert '"tpu.custom_call"' in text
+    assert (
+        "result_shapes = [array<i64: 3, 4>, array<i64: 3, 4>], result_dtypes = [f32, i64]" in text
+    )
+
+
+def test_core_interpreter_and_folding_call_the_host(registered):
+    """Eagerly (the reference interpreter) the primitive calls the implementation at once."""
+    from mlconv.api import lower_to_core
+    from mlconv.interpreters import run_module
+
+    proto = model(0)
+    module = lower_to_core(import_onnx(proto), allow_custom=True)
+    x = np.random.default_rng(3).standard_normal((3, 6)).astype(np.float32)
+    y, indices = run_module(module, [x])
+    expected_y, expected_indices = reference(proto, x, 0)
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
