@@ -77,8 +77,11 @@ class Phases:
         self.times: dict[str, float] = {}
 
     def run(self, name: str, step: Callable[[], Any]) -> Any:
+        from mlconv.tools.progress import PassProgress
+
         start = time.perf_counter()
-        result = step()
+        with PassProgress(None, name, self.quiet) as progress, progress.step(name):
+            result = step()  # a live bar on a terminal while the phase runs
         elapsed = time.perf_counter() - start
         self.times[name] = round(elapsed, 4)
         if not self.quiet:
