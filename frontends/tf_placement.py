@@ -226,3 +226,65 @@ def place_tpu_functions(
         ]
     check_placement(library, placed)
     return placed
+
+
+FREE_OPS = frozenset(
+    {
+        "Placeholder",
+        "Identity",
+        "IdentityN",
+        "NoOp",
+        "Const",
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+        "ReadVariableOp",
+        "Reshape",
+    }
+)
+"""Host ops the cost model counts as free: data movement, calls (their callee is counted)."""
+
+
+def host_cost(saved_model: str | os.PathLike, placed: Sequence[Placed]) -> int:
+    """The host's work in the signatures, outside the placed functions: one unit per output
+    element of each computing op (shapes from TensorFlow's own shape inference on each
+    FunctionDef), the unit of XLA's FLOP count for the TPU functions."""
+    from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
+
+    meta = read_saved_model(saved_model).meta_graphs[0]
+    library = {f.signature.name: f for f in meta.graph_def.library.function}
+    stop = {p.concrete_name for p in placed}
+    todo = [signature_function(meta, k) for k in meta.signature_def if not k.startswith("__")]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name is None or name in seen or name in stop or name not in library:
+            continue
+        seen.add(name)
+        todo.extend(callees(library[name]))
+    import tensorflow as tf
+    from tensorflow.core.framework import graph_pb2
+
+    holder = graph_pb2.GraphDef()
+    holder.library.CopyFrom(meta.graph_def.library)
+    cost = 0
+    with tf.Graph().as_default():
+        tf.graph_util.import_graph_def(holder, name="")  # the library, so calls resolve
+        for name in sorted(seen):
+            cost += _function_cost(function_def_to_graph, library[name])
+    return cost
+
+
+def _function_cost(function_def_to_graph: Any, function_def: Any) -> int:
+    try:
+        graph = function_def_to_graph(function_def)
+    except Exception:  # a function TensorFlow cannot rebuild: one unit per computing op
+        return sum(n.op not in FREE_OPS for n in function_def.node_def)
+    cost = 0
+    for op in graph.get_operations():
+        if op.type in FREE_OPS:
+            continue
+        for output in op.outputs:
+            shape = output.shape
+            known = shape.rank is not None and None not in shape.as_list()
+            cost += shape.num_elements() if known else 1
+    return cost

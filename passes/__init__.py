@@ -40,6 +40,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
     "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
     "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),
+    "tpu-report": _ours("tpu_report", "TpuReportPass"),
     # tf
     "tf-to-core": _ours("tf_to_core", "TfToCorePass"),
     "core-layout-nchw": _ours("core_layout_nchw", "CoreLayoutNchwPass"),

@@ -389,6 +389,12 @@ def test_savedmodel_function_alias_is_placed(keras_saved_model, tmp_path):
     )
     aliased = loaded.function_aliases["tpu_func"]
     np.testing.assert_allclose(aliased(tf.constant(x)).numpy(), expected, rtol=1e-5, atol=1e-5)
+    # The report: the host part is the signature's `* 2` on a 2x4 result (8 units); tpu_func
+    # costs what XLA counts for it.
+    assert manifest["report"]["cpu"] == 8
+    assert manifest["report"]["tpu"]["tpu_func"]["flops"] > 2 * 12 * 12 * 6 * 27 * 2
+    text = (out / "conversion_report.txt").read_text()
+    assert "CPU cost of the model:" in text and "[CPU cost]" in text and "tpu_func" in text
 
 
 def test_savedmodel_form_in_bfloat16_by_default(keras_saved_model, tmp_path):
@@ -704,3 +710,33 @@ def test_jit_compile_functions_places_the_jit_compiled_function(placement_model,
     x = np.random.default_rng(11).standard_normal((2, 6)).astype(np.float32)
     (got,) = mlconv.load(out)(x)
     np.testing.assert_allclose(got, module.jitted(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_has_the_seeds_wording_and_numbers():
+    from mlconv.passes.tpu_report import format_report
+
+    assert format_report({"tpu_func_1": 1017, "tpu_func_2": 1017}, 70) == (
+        "-------- Conversion Report --------\n"
+        "TPU cost of the model: 96.67% (2034/2104)\n"
+        "CPU cost of the model:  3.33% (70/2104)\n"
+        "\n"
+        "Cost breakdown\n"
+        "================================\n"
+        "%         Cost    Name\n"
+        "--------------------------------\n"
+        "3.33      70      [CPU cost]\n"
+        "48.34     1017    tpu_func_1\n"
+        "48.34     1017    tpu_func_2\n"
+        "--------------------------------\n"
+    )
+
+
+def test_onnx_report_costs_the_whole_model_on_the_tpu(onnx_artifact):
+    _, _, out, manifest = onnx_artifact
+    conv_flops = 2 * 8 * 16 * 16 * 27 * 2  # batch, channels, pixels, taps, multiply-add
+    (cost,) = manifest["report"]["tpu"].values()  # XLA skips the padding's taps: a bit less
+    assert manifest["report"]["cpu"] == 0 and 0.9 * conv_flops <= cost["flops"] < conv_flops
+    assert "TPU cost of the model: 100.00%" in (out / "conversion_report.txt").read_text()
