@@ -57,7 +57,7 @@ class PassProgress:
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[current]}"),
                 TimeElapsedColumn(),
-                console=Console(stderr=True),
+                console=Console(stderr=True, force_terminal=True),  # enabled: show it
                 transient=True,
             )
             self._progress.__enter__()
