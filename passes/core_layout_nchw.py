@@ -45,7 +45,7 @@ from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_tf as ctf
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
-from mlconv.passes.onnx_patterns.builder import CoreBuilder
+from mlconv.passes.lowering.builder import Builder
 
 Perm = tuple[int, ...]
 
@@ -80,13 +80,13 @@ def permuted_type(value: SSAValue, perm: Perm) -> TensorType:
     return TensorType(value.type.get_element_type(), [shape[p] for p in perm])
 
 
-def typed(b: CoreBuilder, op_class: type[CoreOp], result_type, *operands, **attributes) -> SSAValue:
+def typed(b: Builder, op_class: type[CoreOp], result_type, *operands, **attributes) -> SSAValue:
     """One-result op whose type is known: deriving it from semantics costs a jax trace, and
     sinking rewrites hundreds of ops of a CNN."""
     return b.insert(op_class.build_op(list(operands), [result_type], **attributes)).results[0]
 
 
-def transposed(b: CoreBuilder, value: SSAValue, perm: Perm) -> SSAValue:
+def transposed(b: Builder, value: SSAValue, perm: Perm) -> SSAValue:
     """Transpose(value, perm), folded for constants and dropped for the identity."""
     if perm == tuple(range(len(perm))):
         return value
@@ -113,10 +113,10 @@ def explicit_attributes(op: CoreOp) -> dict:
 # inserting before the op; it returns the values replacing the op's results, or None when the
 # op cannot absorb the transpose.
 
-Handler = Callable[[CoreOp, Perm, CoreBuilder], list[SSAValue] | None]
+Handler = Callable[[CoreOp, Perm, Builder], list[SSAValue] | None]
 
 
-def sink_elementwise(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_elementwise(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     if rank(op.results[0]) != len(perm):
         return None
     inv = inverse(perm)
@@ -156,7 +156,7 @@ def sink_elementwise(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] |
     return [transposed(b, result, perm)]
 
 
-def sink_reduction(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_reduction(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     if permutation(op.data) != perm:
         return None
     axes = constant_value(op.axes)
@@ -171,7 +171,7 @@ def sink_reduction(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | N
     return [transposed(b, result, kept_order(perm, axes_set))]
 
 
-def sink_squeeze(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_squeeze(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     shape = op.data.type.get_shape() if isinstance(op.data.type, TensorType) else None
     if permutation(op.data) != perm or shape is None:
         return None
@@ -186,7 +186,7 @@ def sink_squeeze(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | Non
     return [transposed(b, result, kept_order(perm, removed))]
 
 
-def sink_reshape(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_reshape(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     """Only a reshape that drops unit dims (the order of the others unchanged) commutes."""
     source, target = op.data.type, op.results[0].type
     if permutation(op.data) != perm or not isinstance(target, TensorType):
@@ -206,7 +206,7 @@ def sink_reshape(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | Non
     return [transposed(b, result, kept_order(perm, removed))]
 
 
-def sink_axis(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_axis(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     """Softmax/LogSoftmax: one operand, one axis attribute."""
     if permutation(op.arg) != perm:
         return None
@@ -215,7 +215,7 @@ def sink_axis(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
     return [transposed(b, result, perm)]
 
 
-def sink_concat(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_concat(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     inv = inverse(perm)
     inputs = []
     for value in op.args:
@@ -229,14 +229,14 @@ def sink_concat(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None
     return [transposed(b, b(ct.ConcatOp, inputs, axis=perm[axis]), perm)]
 
 
-def _permuted_operand(b: CoreBuilder, value: SSAValue, inv: Perm) -> SSAValue | None:
+def _permuted_operand(b: Builder, value: SSAValue, inv: Perm) -> SSAValue | None:
     array = constant_value(value)
     if array is None:
         return None
     return b.ints([int(array.reshape(-1)[i]) for i in inv])
 
 
-def sink_pad(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_pad(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     if permutation(op.arg) != perm:
         return None
     inv = inverse(perm)
@@ -248,7 +248,7 @@ def sink_pad(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
     return [transposed(b, result, perm)]
 
 
-def sink_space_batch(op: CoreOp, perm: Perm, b: CoreBuilder) -> list[SSAValue] | None:
+def sink_space_batch(op: CoreOp, perm: Perm, b: Builder) -> list[SSAValue] | None:
     """SpaceToBatch/BatchToSpace act per dim except the batch, which must stay first."""
     if permutation(op.data) != perm or perm[0] != 0:
         return None
@@ -293,7 +293,7 @@ class FoldTranspose(RewritePattern):
         perm = permutation(op.results[0])
         if perm is None:
             return
-        b = CoreBuilder(op)
+        b = Builder(op)
         if constant_value(op.arg) is not None:
             replace(op, [transposed(b, op.arg, perm)], rewriter)
             return
@@ -326,7 +326,7 @@ def moves_unit_dims_only(value: SSAValue, perm: Perm) -> bool:
     return moved == sorted(moved)
 
 
-def reshaped(b: CoreBuilder, value: SSAValue, result_type: TensorType) -> SSAValue:
+def reshaped(b: Builder, value: SSAValue, result_type: TensorType) -> SSAValue:
     """Reshape(value) to a static type, merged into a Reshape producing `value`."""
     if isinstance(value.owner, ct.ReshapeOp) and static_dims(value.owner.data) is not None:
         value = value.owner.data
@@ -345,7 +345,7 @@ class SinkTranspose(RewritePattern):
         perm = next((p for p in map(permutation, op.operands) if p is not None), None)
         if perm is None:
             return
-        values = handler(op, perm, CoreBuilder(op))
+        values = handler(op, perm, Builder(op))
         if values is not None:
             replace(op, values, rewriter)
 

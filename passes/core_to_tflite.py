@@ -12,12 +12,12 @@ the NCHW transpose tflite-to-core inserted) and give NHWC; elementwise ops keep 
 cancel. A bias `core.Add` and an activation (Relu, Clamp 0..6 / -1..1) after a
 convolution, FULLY_CONNECTED or binary op with no other use fold into that op.
 
-Ops without a lowering: one error listing every core op name (with count and locations).
+Patterns live in the lowering registry's "tflite" table, keyed by ("core", op name); ops
+without one: the driver's one-line report listing every core op name (with count and locations).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +34,9 @@ from mlconv.dense import numpy_dtype, to_dense_attr
 from mlconv.dialects import tflite
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_nn import resolve_padding
-from mlconv.errors import PassFailure, describe_location
+from mlconv.errors import PassFailure
+from mlconv.passes.lowering import Pattern, driver, lookup
+from mlconv.passes.lowering import lowering as _lowering
 
 Perm = tuple[int, ...]
 
@@ -155,16 +157,10 @@ class _Lowering:
         return None
 
 
-LOWERINGS: dict[str, Callable[[_Lowering, CoreOp], None]] = {}
-
-
-def lowering(*names: str):
-    def register(fn):
-        for name in names:
-            LOWERINGS[name] = fn
-        return fn
-
-    return register
+def lowering(*names: str) -> Callable[[Pattern], Pattern]:
+    """Register a pattern `(lo: _Lowering, op) -> None` for core ops (`core.Add`, ...) in the
+    lowering registry's "tflite" table; a name registered twice is an error."""
+    return _lowering("core", [n.removeprefix("core.") for n in names], target="tflite")
 
 
 def _padding(
@@ -523,12 +519,13 @@ def convert(lo: _Lowering, op: CoreOp) -> None:
     lo.set(op.results[0], out.results[0], p)
 
 
-def unsupported(module: ModuleOp) -> dict[str, list[str]]:
-    missing: dict[str, list[str]] = defaultdict(list)
-    for op in module.walk():
-        if isinstance(op, CoreOp) and op.name != "core.Constant" and op.name not in LOWERINGS:
-            missing[op.name].append(describe_location(op.location) or "?")
-    return dict(missing)
+def core_ops(module: ModuleOp | Operation) -> list[CoreOp]:
+    return [op for op in module.walk() if isinstance(op, CoreOp) and op.name != "core.Constant"]
+
+
+def unsupported(module: ModuleOp) -> driver.Missing:
+    """(core op name, None) -> locations, for every core op without a TFLite lowering."""
+    return driver.unsupported(core_ops(module), "core", target="tflite")
 
 
 def lower_function(function: func.FuncOp) -> None:
@@ -542,7 +539,7 @@ def lower_function(function: func.FuncOp) -> None:
         if op.name == "core.Constant":
             continue
         lo.anchor = op
-        LOWERINGS[op.name](lo, op)
+        lookup("core", driver.op_name(op), None, "tflite")(lo, op)
     lo.anchor = None
     results = [lo.get(v) for v in lo.ret.operands]
     for i, value in enumerate(results):
@@ -559,18 +556,10 @@ class CoreToTflitePass(ModulePass):
     name = "core-to-tflite"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        missing = unsupported(op)
-        if missing:
-            lines = [
-                f"{name} ({len(where)} op{'s' if len(where) != 1 else ''}: {', '.join(where[:3])}{', ...' if len(where) > 3 else ''})"
-                for name, where in sorted(missing.items())
-            ]
-            raise PassFailure(
-                f"no lowering to tflite for {len(lines)} core op(s): " + "; ".join(lines)
-            )
+        driver.check(core_ops(op), "core", target="tflite")
         for function in list(op.walk()):
             if isinstance(function, func.FuncOp) and not function.is_declaration:
                 lower_function(function)
 
 
-__all__ = ["LOWERINGS", "CoreToTflitePass", "unsupported"]
+__all__ = ["CoreToTflitePass", "unsupported"]

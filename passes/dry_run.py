@@ -5,7 +5,7 @@
 1. the framework's front phase (`onnx-normalize`, `onnx-decompose`); a failure there stops;
 2. the lowering to core, op by op: an op without a pattern, or whose pattern refuses it, is
    one error located at the op and left in place, and the lowering goes on with the next op
-   (the ONNX, TF and TFLite drivers' own per-op functions do the work);
+   (the one lowering driver, `lowering.driver.lower_ops`, with `keep_going`);
 3. when everything reached core: the passes after it (`core-layout-nchw` for TF), then the
    core-to-tpu pipeline's inference, folding and fusion with each dynamic input dim bound to
    1 (as a call with batch 1 would), and each core op checked as core-to-tpu lowers it
@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from xdsl.context import Context
@@ -40,51 +39,27 @@ def _failure(op: Operation, error: BaseException) -> MlconvError:
     return PassFailure.at(op, f"internal error in its lowering: {detail}")
 
 
-def _each(ops: list[Operation], lower: Callable[[Operation], bool], what: str) -> list[MlconvError]:
-    failures = []
-    for op in ops:
-        try:
-            if not lower(op):
-                failures.append(PassFailure.at(op, f"has no lowering to core{what(op)}"))
-        except Exception as error:  # noqa: BLE001 - every failure is a finding of the dry run
-            failures.append(_failure(op, error))
-    return failures
-
-
 def _lower_onnx(module: ModuleOp) -> list[MlconvError]:
     from mlconv.passes import onnx_to_core
 
-    opset = onnx_to_core.default_opset(module)
-    return _each(
-        onnx_to_core.onnx_ops(module),
-        lambda op: onnx_to_core.lower_op(op, opset),
-        lambda op: f" ({op.ONNX_OP_TYPE}-{op.since_version(opset)} at opset {opset})",
-    )
+    failures: list[MlconvError] = []
+    onnx_to_core.lower(module, keep_going=lambda op, e: failures.append(_failure(op, e)))
+    return failures
 
 
 def _lower_tf(module: ModuleOp) -> list[MlconvError]:
     from mlconv.passes import tf_to_core
 
-    return _each(tf_to_core.tf_ops(module), tf_to_core.lower_op, lambda op: "")
+    failures: list[MlconvError] = []
+    tf_to_core.lower(module, keep_going=lambda op, e: failures.append(_failure(op, e)))
+    return failures
 
 
 def _lower_tflite(module: ModuleOp) -> list[MlconvError]:
     from mlconv.passes import tflite_to_core
 
-    failures: list[MlconvError] = [
-        PassFailure(f"no lowering to core for TFLite operator {name}", where[0])
-        for name, where in sorted(tflite_to_core.unsupported(module).items())
-    ]
-    if failures:
-        return failures
-    # The TFLite driver lowers a function in one sweep (quantization parameters flow along).
-    for function in list(module.walk()):
-        if isinstance(function, func.FuncOp) and not function.is_declaration:
-            try:
-                keep = getattr(tflite_to_core.TfliteToCorePass(), "keep_dynamic", False)
-                tflite_to_core.lower_function(function, keep)
-            except MlconvError as error:
-                failures.append(error)
+    failures: list[MlconvError] = []
+    tflite_to_core.lower(module, keep_going=lambda op, e: failures.append(_failure(op, e)))
     return failures
 
 

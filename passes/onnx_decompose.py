@@ -261,9 +261,9 @@ class OnnxDecomposePass(ModulePass):
     all: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from mlconv.passes.onnx_patterns import load_patterns
+        from mlconv.passes.lowering import patterns as registered
 
-        patterns = load_patterns()
+        patterns = registered("onnx")
         opset = default_opset(op)
 
         def wanted(onnx_op: onnx_dialect.OnnxOp) -> bool:

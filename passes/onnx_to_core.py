@@ -5,29 +5,29 @@ installed onnx package knows when absent). Output: no onnx ops left, or, before 
 rewritten, one error naming every (op type, since-version) without a lowering, with its node
 count and the first nodes. With `allow-partial=true` such ops are left in place.
 
-Patterns are keyed by (op type, since-version) in `onnx_patterns.PATTERNS`; each op's
-since-version comes from the model's opset, so an op whose semantics changed in a later opset
-never meets the wrong pattern.
+Patterns are keyed by ("onnx", op type, since-version) in the lowering registry
+(`mlconv.passes.lowering`, patterns in `onnx_patterns/`); each op's since-version comes from the
+model's opset, so an op whose semantics changed in a later opset never meets the wrong pattern.
+The driver is `lowering.driver.lower_ops`, shared with tf-to-core and tflite-to-core.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import onnx
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from mlconv.dialects import onnx as onnx_dialect
-from mlconv.errors import PassFailure, describe_location
 from mlconv.passes.core_infer_shapes import update_signature
-from mlconv.passes.onnx_patterns import load_patterns
-from mlconv.passes.onnx_patterns.builder import CoreBuilder
+from mlconv.passes.lowering import driver
+from mlconv.passes.onnx_patterns.builder import onnx_builder
 
 
 def default_opset(module: ModuleOp) -> int:
@@ -45,77 +45,59 @@ def onnx_ops(module: ModuleOp) -> list[onnx_dialect.OnnxOp]:
     return [op for op in module.walk() if isinstance(op, onnx_dialect.OnnxOp)]
 
 
-def unsupported(module: ModuleOp) -> dict[tuple[str, int | None], list[str]]:
+def op_type(op: Operation) -> str:
+    return op.ONNX_OP_TYPE  # type: ignore[attr-defined]
+
+
+def since_version(opset: int) -> Callable[[Operation], int | None]:
+    """The op's since-version at `opset` (None when the opset does not have the op)."""
+    return lambda op: op.since_version(opset)  # type: ignore[attr-defined]
+
+
+def unsupported(module: ModuleOp) -> driver.Missing:
     """(op type, since-version) -> node names, for every ONNX op without a lowering."""
-    patterns = load_patterns()
-    opset = default_opset(module)
-    missing: dict[tuple[str, int | None], list[str]] = defaultdict(list)
-    for op in onnx_ops(module):
-        version = op.since_version(opset)
-        if (op.ONNX_OP_TYPE, version) not in patterns:
-            missing[(op.ONNX_OP_TYPE, version)].append(describe_location(op.location) or "?")
-    return dict(missing)
-
-
-def describe_unsupported(missing: dict[tuple[str, int | None], list[str]], opset: int) -> list[str]:
-    lines = []
-    for (op_type, version), nodes in sorted(
-        missing.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)
-    ):
-        label = (
-            f"{op_type}-{version}" if version is not None else f"{op_type} (not in opset {opset})"
-        )
-        shown = ", ".join(nodes[:3]) + (", ..." if len(nodes) > 3 else "")
-        plural = "node" if len(nodes) == 1 else "nodes"
-        lines.append(f"{label} ({len(nodes)} {plural}: {shown})")
-    return lines
+    return driver.unsupported(
+        onnx_ops(module), "onnx", version=since_version(default_opset(module)), name=op_type
+    )
 
 
 def check_legalizable(module: ModuleOp) -> list[str]:
     """One line per unsupported (op type, since-version) of the module; empty when all lower."""
-    return describe_unsupported(unsupported(module), default_opset(module))
+    return driver.describe(unsupported(module), "onnx")
 
 
-def lower_op(op: onnx_dialect.OnnxOp, opset: int) -> bool:
-    pattern = load_patterns().get((op.ONNX_OP_TYPE, op.since_version(opset)))
-    if pattern is None:
-        return False
-    builder = CoreBuilder(op)
-    values: list[SSAValue | None] = list(pattern(op, builder))
-    # Patterns list every ONNX output; optional ones the node omits are absent from the op.
-    values = (values + [None] * len(op.results))[: len(op.results)]
-    for result, value in zip(op.results, values, strict=True):
-        if value is None:
-            if result.uses:
-                raise builder.fail(
-                    f"output #{result.index} is used but the lowering does not produce it"
-                )
-            continue
-        result.replace_all_uses_with(builder.refine(value, result.type))
-    Rewriter.erase_op(op)
-    return True
+def lower(module: ModuleOp, allow_partial: bool = False, **options: Any) -> None:
+    """Every ONNX op of `module` to core (options: the driver's `fallback`, `keep_going`)."""
+    opset = default_opset(module)
+    # Inner ops first is not needed: patterns only read their own op's operands.
+    driver.lower_ops(
+        onnx_ops(module),
+        "onnx",
+        onnx_builder,
+        version=since_version(opset),
+        name=op_type,
+        allow_partial=allow_partial,
+        context=f"at opset {opset}",
+        **options,
+    )
+    for function in module.walk():
+        if isinstance(function, func.FuncOp) and not function.is_declaration:
+            update_signature(function)
 
 
 @dataclass(frozen=True)
 class OnnxToCorePass(ModulePass):
     name = "onnx-to-core"
     allow_partial: bool = False
+    allow_custom: bool = False  # an op without a lowering becomes core.Custom
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        opset = default_opset(op)
-        missing = unsupported(op)
-        if missing and not self.allow_partial:
-            lines = describe_unsupported(missing, opset)
-            raise PassFailure(
-                f"no lowering to core for {len(lines)} ONNX op version(s) at opset {opset}: "
-                + "; ".join(lines)
-            )
-        # Inner ops first is not needed: patterns only read their own op's operands.
-        for onnx_op in onnx_ops(op):
-            lower_op(onnx_op, opset)
-        for function in op.walk():
-            if isinstance(function, func.FuncOp) and not function.is_declaration:
-                update_signature(function)
+        if self.allow_custom:
+            from mlconv.passes.lowering.custom import custom_fallback
+
+            lower(op, self.allow_partial, fallback=custom_fallback)
+            return
+        lower(op, self.allow_partial)
 
 
 __all__ = ["OnnxToCorePass", "check_legalizable", "unsupported"]

@@ -23,23 +23,22 @@ and the first locations).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from mlconv.dialects import tflite
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.dialects.quant import UniformQuantizedType
-from mlconv.errors import PassFailure, describe_location
 from mlconv.passes.core_infer_shapes import update_signature
-from mlconv.passes.tflite_patterns import load_patterns
-from mlconv.passes.tflite_patterns.builder import TfliteBuilder
+from mlconv.passes.lowering import driver
+from mlconv.passes.tflite_patterns.builder import tflite_builder
 
 
 def _qtype(value: SSAValue) -> UniformQuantizedType | None:
@@ -63,26 +62,20 @@ def _is_storage(value: SSAValue, qtype: UniformQuantizedType) -> bool:
     return isinstance(t, TensorType) and t.get_element_type() == qtype.storage_type
 
 
-def unsupported(module: ModuleOp) -> dict[str, list[str]]:
-    """Builtin operator -> locations, for every tflite op without a lowering."""
-    patterns = load_patterns()
-    missing: dict[str, list[str]] = defaultdict(list)
-    for op in module.walk():
-        if isinstance(op, tflite.TFLiteOperation) and op.operator not in patterns:
-            missing[op.operator].append(describe_location(op.location) or "?")
-    return dict(missing)
+def tflite_ops(module: ModuleOp | Operation) -> list[tflite.TFLiteOperation]:
+    return [op for op in module.walk() if isinstance(op, tflite.TFLiteOperation)]
 
 
-def describe_unsupported(missing: dict[str, list[str]]) -> str:
-    lines = []
-    for operator, where in sorted(missing.items()):
-        shown = ", ".join(where[:3]) + (", ..." if len(where) > 3 else "")
-        lines.append(f"{operator} ({len(where)} op{'s' if len(where) != 1 else ''}: {shown})")
-    return f"no lowering to core for {len(lines)} TFLite operator(s): " + "; ".join(lines)
+def operator(op: Operation) -> str:
+    return op.operator  # type: ignore[attr-defined]
 
 
-def lower_function(function: func.FuncOp, keep_dynamic: bool) -> None:
-    patterns = load_patterns()
+def unsupported(module: ModuleOp) -> driver.Missing:
+    """(builtin operator, None) -> locations, for every tflite op without a lowering."""
+    return driver.unsupported(tflite_ops(module), "tflite", name=operator)
+
+
+def lower_function(function: func.FuncOp, keep_dynamic: bool, **options: Any) -> None:
     block = function.body.block
     qtypes: dict[SSAValue, UniformQuantizedType] = {}
     for arg in block.args:
@@ -100,41 +93,54 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool) -> None:
             Rewriter.replace_op(op, constant)
             if qtype is not None:
                 qtypes[constant.output] = qtype
-        elif isinstance(op, tflite.TFLiteOperation):
-            builder = TfliteBuilder(op, qtypes)
-            values = list(patterns[op.operator](op, builder))
-            if len(values) != len(op.results):
-                raise builder.fail(
-                    f"the lowering gave {len(values)} values for {len(op.results)} outputs"
-                )
-            for result, value in zip(op.results, values, strict=True):
-                qtype = _qtype(result)
-                if qtype is not None:
-                    if not _is_storage(value, qtype):
-                        value = builder.quantize(value, qtype)
-                    qtypes[value] = qtype
-                else:
-                    value = builder.refine(value, _storage(result.type, False))
-                result.replace_all_uses_with(value)
-            Rewriter.erase_op(op)
+
+    def finish(b: Any, result: SSAValue, value: SSAValue) -> SSAValue:
+        """Quantized outputs are requantized (unless the pattern computed the integers)."""
+        qtype = _qtype(result)
+        if qtype is None:
+            return b.refine(value, _storage(result.type, False))
+        if not _is_storage(value, qtype):
+            value = b.quantize(value, qtype)
+        qtypes[value] = qtype
+        return value
+
+    driver.lower_ops(
+        tflite_ops(function),
+        "tflite",
+        lambda op: tflite_builder(op, qtypes),
+        name=operator,
+        finish=finish,
+        **options,
+    )
     for op in reversed(list(block.ops)):  # constants left unused by folding
         if isinstance(op, tflite.NoValueOp | ConstantOp) and not op.results[0].uses:
             Rewriter.erase_op(op)
     update_signature(function)
 
 
+def lower(module: ModuleOp, keep_dynamic: bool = True, **options: Any) -> None:
+    """Every TFLite op of `module` to core; refused, before anything is rewritten, when any
+    has no lowering (options: the driver's `fallback`, `keep_going`)."""
+    if "keep_going" not in options and "fallback" not in options:
+        driver.check(tflite_ops(module), "tflite", name=operator)
+    for function in list(module.walk()):
+        if isinstance(function, func.FuncOp) and not function.is_declaration:
+            lower_function(function, keep_dynamic, **options)
+
+
 @dataclass(frozen=True)
 class TfliteToCorePass(ModulePass):
     name = "tflite-to-core"
     keep_dynamic: bool = True
+    allow_custom: bool = False  # an op without a lowering becomes core.Custom
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        missing = unsupported(op)
-        if missing:
-            raise PassFailure(describe_unsupported(missing))
-        for function in list(op.walk()):
-            if isinstance(function, func.FuncOp) and not function.is_declaration:
-                lower_function(function, self.keep_dynamic)
+        if self.allow_custom:
+            from mlconv.passes.lowering.custom import custom_fallback
+
+            lower(op, self.keep_dynamic, fallback=custom_fallback)
+            return
+        lower(op, self.keep_dynamic)
 
 
 __all__ = ["TfliteToCorePass", "unsupported"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import onnx.defs
 
-from mlconv.passes.onnx_patterns import load_patterns
+from mlconv.passes.lowering import patterns
 from mlconv.tools.onnx_conformance import CaseResult, expected_failures, run_all
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "onnx-coverage.md"
@@ -37,7 +37,7 @@ def since_versions() -> dict[str, list[int]]:
 
 def render(results: list[CaseResult]) -> str:
     lowered: dict[str, set[int]] = defaultdict(set)
-    for op_type, version in load_patterns():
+    for op_type, version in patterns("onnx"):
         lowered[op_type].add(version)
     cases: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for result in results:

@@ -1,6 +1,6 @@
 """ONNX -> core lowering patterns, keyed by (op type, since-version).
 
-A pattern is a function `(op, b: CoreBuilder) -> list[SSAValue | None]` giving the values
+A pattern is a function `(op, b: Builder) -> list[SSAValue | None]` giving the values
 that replace the op's results, in ONNX output order (None for an absent optional output).
 Register it for every since-version whose semantics it handles:
 
@@ -8,18 +8,15 @@ Register it for every since-version whose semantics it handles:
     def relu(op, b):
         return [b(core.ReluOp, b.input(op, "X"))]
 
-The families live in one module each (nn, math, tensor, ...), imported below.
+The patterns live in `mlconv.passes.lowering`'s registry under ("onnx", op type, since-version);
+the families (one module each: nn, tensor, ...) are imported on first lookup.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any
+import functools
 
-Pattern = Callable[..., list[Any]]
-
-PATTERNS: dict[tuple[str, int], Pattern] = {}
+from mlconv.passes.lowering import lowering as _lowering
 
 FAMILIES = (
     "elementwise",
@@ -35,22 +32,5 @@ FAMILIES = (
     "quant",
 )
 
-
-def lowering(op_type: str, *since_versions: int) -> Callable[[Pattern], Pattern]:
-    """Register a pattern for `op_type` at each of `since_versions`."""
-
-    def register(pattern: Pattern) -> Pattern:
-        for version in since_versions:
-            key = (op_type, version)
-            if key in PATTERNS:
-                raise ValueError(f"two lowerings for {op_type}-{version}")
-            PATTERNS[key] = pattern
-        return pattern
-
-    return register
-
-
-def load_patterns() -> dict[tuple[str, int], Pattern]:
-    for family in FAMILIES:
-        importlib.import_module(f"mlconv.passes.onnx_patterns.{family}")
-    return PATTERNS
+# `@lowering("Relu", 1, 6, 13, 14)`: the registry's decorator for dialect "onnx", target core.
+lowering = functools.partial(_lowering, "onnx")

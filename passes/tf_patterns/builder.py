@@ -1,4 +1,4 @@
-"""TfBuilder: the CoreBuilder of the ONNX lowering, reading TF ops instead.
+"""TfReader: how a TF lowering pattern reads its op (composed into `lowering.Builder`).
 
 TF operands are addressed by their OpDef input index (`b.input(op, 1)` is Conv2D's filter);
 attributes are decoded to Python values with TensorFlow's defaults filled in from the OpDef.
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, StringAttr
-from xdsl.ir import Attribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects.segments import operand_groups
-from mlconv.passes.onnx_patterns.builder import CoreBuilder
+from mlconv.passes.lowering.builder import Builder
 
 # NHWC <-> NCHW for 4-D data; the 5-D (NDHWC) forms for 3-D convolutions.
 TO_NCHW = {4: (0, 3, 1, 2), 5: (0, 4, 1, 2, 3)}
@@ -43,36 +43,39 @@ def decode(attr: Attribute | None) -> Any:
     return attr
 
 
-class TfBuilder(CoreBuilder):
-    """Builds core ops before a TF op, at its location (see CoreBuilder)."""
+class TfReader:
+    """TF operands by OpDef input index, attributes with TensorFlow's defaults, NHWC helpers."""
 
-    def input(self, op: Any, index: int) -> SSAValue | None:  # type: ignore[override]
+    def __init__(self, b: Builder):
+        self.b = b
+
+    def input(self, op: Any, index: int) -> SSAValue | None:
         values = self.inputs(op, index)
         return values[0] if values else None
 
-    def inputs(self, op: Any, index: int) -> list[SSAValue]:  # type: ignore[override]
+    def inputs(self, op: Any, index: int) -> list[SSAValue]:
         return list(operand_groups(op)[index])
 
-    def attr(self, op: Any, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def attr(self, op: Any, name: str, default: Any = None) -> Any:
         """The node's attribute, else TensorFlow's default, else `default`."""
         value = decode(op.attr_or_default(name))
         return default if value is None else value
 
     def static(self, value: SSAValue, what: str) -> np.ndarray:
         """The constant value of an operand that must be known at compile time."""
-        array = self.constant(value)
+        array = self.b.constant(value)
         if array is None:
-            raise self.fail(f"{what} must be a constant")
+            raise self.b.fail(f"{what} must be a constant")
         return array
 
     # --- layout ------------------------------------------------------------------------------
     def transpose(self, value: SSAValue, order: Sequence[int]) -> SSAValue:
         if list(order) == list(range(len(order))):
             return value
-        array = self.constant(value)
+        array = self.b.constant(value)
         if array is not None:
-            return self.const(np.ascontiguousarray(np.transpose(array, order)))
-        return self(ct.TransposeOp, value, self.ints(list(order)))
+            return self.b.const(np.ascontiguousarray(np.transpose(array, order)))
+        return self.b(ct.TransposeOp, value, self.b.ints(list(order)))
 
     def to_nchw(self, value: SSAValue, data_format: str) -> SSAValue:
         """`value` in NC... layout (a no-op for data already NCHW/NCDHW)."""
@@ -91,3 +94,8 @@ class TfBuilder(CoreBuilder):
         if data_format.startswith("NC"):
             return list(values[2:])
         return list(values[1:-1])
+
+
+def tf_builder(op: Operation) -> Builder:
+    """The builder a TF pattern gets: core ops before `op`, TF operands read by index."""
+    return Builder(op, TfReader)

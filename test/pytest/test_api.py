@@ -199,7 +199,7 @@ def test_missing_lowerings_are_one_line_listing_every_op_version(tmp_path: Path)
             mlconv.compile(model, device="cpu")
         message = str(error.value)
         assert "\n" not in message
-        assert "no lowering to core for 2 ONNX op version(s) at opset 17" in message
+        assert "no lowering to core for 2 onnx op type(s) at opset 17" in message
         assert "MelWeightMatrix-17 (1 node: mel)" in message
         assert "TfIdfVectorizer-9 (2 nodes: tfidf_a, tfidf_b)" in message
         assert "Relu" not in message

@@ -368,7 +368,7 @@ def test_check_reports_every_op_that_would_fail(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         f"{model}: loc(\"gap\"): error: 'onnx.GlobalAveragePool' op needs the rank of its input",
         f"{model}: loc(\"tfidf\"): error: 'onnx.TfIdfVectorizer' op has no lowering to core "
-        "(TfIdfVectorizer-9 at opset 17)",
+        "(onnx.TfIdfVectorizer-9 at opset 17)",
         f"{model}: loc(\"gmp\"): error: 'onnx.GlobalMaxPool' op needs the rank of its input",
         f"{model}: error: 3 op(s) would fail to lower",
     ]

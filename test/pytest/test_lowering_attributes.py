@@ -175,14 +175,14 @@ def _check(found: list[str], stale: set[tuple[str, str]], table_name: str) -> No
 
 
 def test_onnx_patterns_read_every_attribute_and_input():
-    from mlconv.passes.onnx_patterns import load_patterns
-    from mlconv.passes.onnx_patterns.builder import CoreBuilder
+    from mlconv.passes.lowering import patterns
+    from mlconv.passes.onnx_patterns.builder import OnnxReader
 
     found, used = [], set()
-    for (op, version), pattern in sorted(load_patterns().items()):
+    for (op, version), pattern in sorted(patterns("onnx").items()):
         schema = onnx.defs.get_schema(op, version)
         assert schema.since_version == version, f"{op}-{version} is not a since-version"
-        reads = Reads(pattern, "mlconv.passes.onnx_patterns", CoreBuilder)
+        reads = Reads(pattern, "mlconv.passes.onnx_patterns", OnnxReader)
         moved = {move.attribute for move in MOVES.get(op, ())}
         for name in schema.attributes:
             if name in reads.strings or name in moved:
@@ -202,14 +202,14 @@ def test_tf_patterns_read_every_attribute():
     pytest.importorskip("tensorflow")
     from tensorflow.python.framework import op_def_registry
 
-    from mlconv.passes.tf_patterns import load_patterns
-    from mlconv.passes.tf_patterns.builder import TfBuilder
+    from mlconv.passes.lowering import patterns
+    from mlconv.passes.tf_patterns.builder import TfReader
 
     found, used = [], set()
-    for op, pattern in sorted(load_patterns().items()):
+    for (op, _), pattern in sorted(patterns("tf").items()):
         op_def = op_def_registry.get(op)
         assert op_def is not None, f"tf.{op} is not a TensorFlow op"
-        reads = Reads(pattern, "mlconv.passes.tf_patterns", TfBuilder)
+        reads = Reads(pattern, "mlconv.passes.tf_patterns", TfReader)
         for attr in op_def.attr:
             if attr.type in ("type", "list(type)") or attr.name in reads.strings:
                 continue
@@ -223,12 +223,12 @@ def test_tf_patterns_read_every_attribute():
 
 def test_tflite_patterns_read_every_option():
     from mlconv.dialects import tflite
-    from mlconv.passes.tflite_patterns import load_patterns
-    from mlconv.passes.tflite_patterns.builder import TfliteBuilder
+    from mlconv.passes.lowering import patterns
+    from mlconv.passes.tflite_patterns.builder import TfliteReader
 
     found, used = [], set()
-    for op, pattern in sorted(load_patterns().items()):
-        reads = Reads(pattern, "mlconv.passes.tflite_patterns", TfliteBuilder)
+    for (op, _), pattern in sorted(patterns("tflite").items()):
+        reads = Reads(pattern, "mlconv.passes.tflite_patterns", TfliteReader)
         for field in tflite.fields_of(op):
             name = field["name"]
             if name in reads.strings:

@@ -2,7 +2,7 @@
 // RUN: not mlconv-opt %S/Inputs/tf-unsupported.mlir -p tf-to-core 2>&1 | filecheck %s --check-prefix=MISSING
 
 // Every unsupported TF op type at once, with its node count, before anything is rewritten.
-// MISSING: error: no lowering to core for 2 TF op type(s): tf.BesselI0e (1 node: bessel); tf.Cumsum (2 nodes: cumsum_a, cumsum_b)
+// MISSING: error: no lowering to core for 2 tf op type(s): tf.BesselI0e (1 node: bessel); tf.Cumsum (2 nodes: cumsum_a, cumsum_b)
 
 // NHWC Conv2D: NCHW data between transposes, HWIO filters already OIHW, SAME is same_upper;
 // BiasAdd adds along the last (channel) dim; Relu6 clamps; Identity disappears.
