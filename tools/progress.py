@@ -75,7 +75,7 @@ class PassProgress:
     def step(self, name: str) -> Iterator[None]:
         """Show `name` as the running pass, then count it done."""
         if self._progress is not None:
-            self._progress.update(self._task, current=name)
+            self._progress.update(self._task, current=name, refresh=True)
         yield
         if self._progress is not None:
             self._progress.advance(self._task)
