@@ -117,7 +117,11 @@ def body(argv: list[str] | None) -> int:
     os.environ[INPUT_SHAPES_VARIABLE] = args.input_shapes
     remember(args.model, args.level, {"graphs": graphs})
     config = ModelExplorerConfig()
-    config.add_model_from_path(args.model, adapterId=ADAPTER_IDS[args.level])
+    # The page picks adapters by file extension: a SavedModel folder goes as its saved_model.pb
+    page_path = args.model
+    if os.path.isdir(page_path):
+        page_path = os.path.join(page_path, "saved_model.pb")
+    config.add_model_from_path(page_path, adapterId=ADAPTER_IDS[args.level])
     if node_data is not None:
         config.add_node_data(f"error vs {report.runtime}", node_data)
     sys.stdout.flush()

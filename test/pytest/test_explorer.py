@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -405,12 +404,12 @@ def test_page_renders_in_chromium(model: Path) -> None:
     """The served page, in a real headless browser, renders the core graph and its overlay."""
     sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
     port = _free_port()
-    expected = len(model_graphs(model, "core")[0].nodes)
-    view = shutil.which("mlconv-view") or [sys.executable, "-m", "mlconv.tools.mlconv_view"]
-    command = [view] if isinstance(view, str) else view
+    expected = len(model_graphs(model, "core")[0].nodes)  # 25
     server = subprocess.Popen(
         [
-            *command,
+            sys.executable,
+            "-m",
+            "mlconv.tools.mlconv_view",
             str(model),
             "--overlay-errors",
             "--no-browser",
@@ -437,6 +436,8 @@ def test_page_renders_in_chromium(model: Path) -> None:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
+            responses = []
+            page.on("response", lambda response: responses.append(response))
             with page.expect_response(lambda r: "send_command" in r.url, timeout=30000) as sent:
                 page.goto(url)
             graphs = sent.value.json()
@@ -448,6 +449,12 @@ def test_page_renders_in_chromium(model: Path) -> None:
             assert label.inner_text().strip() == f"{expected} nodes"
             page.get_by_text("max rel error vs onnxruntime").first.wait_for(timeout=30000)
             page.get_by_text("op node count").first.wait_for(timeout=10000)
+            # the overlay the page loaded colours exactly the ops of the compared layers
+            (loaded,) = [r for r in responses if "load_node_data" in r.url]
+            results = json.loads(loaded.json()["content"])["main"]["results"]
+            layer_ops = {n["id"] for n in graphs["graphs"][0]["nodes"]
+                         if n["namespace"] in NODES and n["label"] != "Constant"}  # fmt: skip
+            assert set(results) == layer_ops and len(layer_ops) >= len(NODES)
             shot = shots / "explorer.png"
             page.screenshot(path=str(shot))
             assert shot.stat().st_size > 10000
