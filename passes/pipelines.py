@@ -73,12 +73,19 @@ class OnnxToTpuPipeline(ModulePass):
     name = "onnx-to-tpu"
     input_shapes: str = ""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def passes(self) -> list[ModulePass]:
+        """The stages, for tools that run them one by one (--timing, --check-numerics)."""
         from mlconv.passes.onnx_decompose import OnnxDecomposePass
         from mlconv.passes.onnx_normalize import OnnxNormalizePass
         from mlconv.passes.onnx_to_core import OnnxToCorePass
 
-        OnnxNormalizePass().apply(ctx, op)
-        OnnxDecomposePass().apply(ctx, op)
-        OnnxToCorePass().apply(ctx, op)
-        CoreToTpuPipeline(input_shapes=self.input_shapes).apply(ctx, op)
+        return [
+            OnnxNormalizePass(),
+            OnnxDecomposePass(),
+            OnnxToCorePass(),
+            *CoreToTpuPipeline(input_shapes=self.input_shapes).passes(),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for stage in self.passes():
+            stage.apply(ctx, op)
