@@ -90,6 +90,11 @@ def body(argv: list[str] | None) -> int:
     if not os.path.exists(args.model):
         raise OptionError(f"'{args.model}': no such file or directory")
     args.model = model_argument(args.model)
+    if args.overlay_errors and args.model.endswith(".mlir"):
+        raise OptionError(
+            "--overlay-errors compares with the source framework: give the .onnx, SavedModel "
+            "folder or .tflite, not an .mlir"
+        )
     graphs = module_graphs(load_at_level(args.model, args.level, args.input_shapes))
     node_data = None
     if args.overlay_errors:

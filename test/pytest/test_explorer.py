@@ -381,12 +381,14 @@ def test_view_writes_json_files(model: Path, tmp_path: Path, capsys) -> None:
         (["missing.onnx"], "'missing.onnx': no such file or directory"),
         (["{model}", "--level", "llvm"], "invalid choice: 'llvm'"),
         (["{model}", "--node-data-json", "nd.json"], "--node-data-json needs --overlay-errors"),
+        (["x.mlir", "--overlay-errors"], "--overlay-errors compares with the source framework"),
     ],
 )
 def test_view_errors_are_one_line(model, tmp_path, capsys, monkeypatch, argv, message) -> None:
     from mlconv.tools import mlconv_view
 
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.mlir").write_text("func.func @main() {\n  func.return\n}\n")
     assert mlconv_view.main([a.format(model=model) for a in argv]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and err.startswith("mlconv-view: ")
