@@ -4,6 +4,9 @@ One adapter per level, so the page's adapter selector (and `mlconv-view --level`
 the adapter by id) picks the level: `mlconv_core` (the default for .onnx), `mlconv_framework`,
 `mlconv_tpu`. `MLCONV_EXPLORER_INPUT_SHAPES` (`x:1,3,224,224`) fixes dynamic dims for the tpu
 level. A model mlconv cannot read is reported by the page as one line, with its location.
+The page picks adapters by file extension: give a SavedModel as its `saved_model.pb` (the
+folder is loaded), and pick `mlconv (...)` in the adapter selector for .tflite/.mlir/.pb, where
+Model Explorer's built-in adapters come first (`mlconv-view` names the adapter itself).
 """
 
 from __future__ import annotations
