@@ -77,7 +77,9 @@ def label(domain: str, op_type: str) -> str:
 def _implementation(domain: str, op_type: str) -> Implementation:
     found = IMPLEMENTATIONS.get((domain, op_type))
     if found is None:
-        raise ValueError(
+        from mlconv.errors import BackendError
+
+        raise BackendError(
             f"custom op {label(domain, op_type)} has no host implementation: register one with "
             "mlconv.custom_ops.register or lower it in a plugin"
         )
@@ -151,6 +153,8 @@ def _on_host(*arrays, domain, op_type, attrs, result_shapes, result_dtypes):
         jax.ShapeDtypeStruct(tuple(s), np.dtype(d))
         for s, d in zip(result_shapes, result_dtypes, strict=True)
     ]
+
+    _implementation(domain, op_type)  # when the program is built, not when it runs
 
     def host(*values):
         outs = _call(domain, op_type, attrs, values)

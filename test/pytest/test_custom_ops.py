@@ -138,3 +138,25 @@ def test_core_interpreter_and_folding_call_the_host(registered):
     expected_y, expected_indices = reference(proto, x, 0)
     np.testing.assert_array_equal(indices, expected_indices)
     np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
+
+
+def test_no_implementation_when_the_program_is_built():
+    """Static result types lower without an implementation; building the program names it."""
+    from xdsl.parser import Parser
+
+    from mlconv.backends.jax_backend import compile_module
+    from mlconv.dialects import make_context
+    from mlconv.errors import BackendError
+
+    text = """
+    func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+      %y = "core.Custom"(%x) {domain = "com.acme", op_type = "Nowhere"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      func.return %y : tensor<2x3xf32>
+    }
+    """
+    from mlconv.api import lower_to_tpu
+
+    module = lower_to_tpu(Parser(make_context(), text).parse_module())
+    run = compile_module(module, "cpu")
+    with pytest.raises(BackendError, match="com.acme.Nowhere has no host implementation"):
+        run(np.zeros((2, 3), np.float32))
