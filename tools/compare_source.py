@@ -203,6 +203,12 @@ def _main_inputs(module) -> list[tuple[str, tuple[int, ...], Any]]:
     return found
 
 
+def _main_args(module) -> list:
+    from mlconv.backends.jax_backend import find_main
+
+    return list(find_main(module, "compare").body.block.args)
+
+
 def make_inputs(module, inputs: Any, seed: int) -> tuple[list[str], list[np.ndarray]]:
     """The model's input names and arrays: `inputs` (a dict by name, or a list in order), or
     seeded random arrays (standard normal floats, integers in [0, 4)) of the declared shapes."""
@@ -227,6 +233,14 @@ def make_inputs(module, inputs: Any, seed: int) -> tuple[list[str], list[np.ndar
         arrays = list(inputs)
     if len(arrays) != len(specs):
         raise OptionError(f"the model has {len(specs)} inputs, {len(arrays)} given")
+    declared = [tuple(a.type.get_shape()) for a in _main_args(module)]
+    for name, array, dims in zip(names, arrays, declared, strict=True):
+        shape = np.shape(array)
+        if len(shape) != len(dims) or any(
+            d >= 0 and d != s for d, s in zip(dims, shape, strict=True)
+        ):
+            wanted = "x".join("?" if d < 0 else str(d) for d in dims)
+            raise OptionError(f"input {name} has shape {shape}, the model declares {wanted}")
     return names, [
         np.asarray(a, dtype=dtype) for a, (_, _, dtype) in zip(arrays, specs, strict=True)
     ]
