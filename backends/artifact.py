@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from mlconv.backends.inputs import InputSpec, bind_inputs
+from mlconv.backends.sharding import MeshSpec
 from mlconv.errors import BackendError
 
 FORMAT = "mlconv-artifact"
@@ -55,12 +56,15 @@ def save_artifact(
     function_names: Sequence[str] = (),
     saved_model: bool = True,
     placement: dict[str, str] | None = None,
+    sharding: Any = None,
 ) -> dict[str, Any]:
     """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
     functions are named by `function_names` in order (e.g. the SavedModel's function alias),
     `tpu_function_<i>` past its end. With `saved_model` (and TensorFlow installed) the folder
     also holds OUTDIR/saved_model: `source` rewritten when it is a SavedModel and `placement`
-    maps the artifact's function names to its concrete function names, else a new one."""
+    maps the artifact's function names to its concrete function names, else a new one. With
+    `sharding` (a backends.sharding.MeshSpec) each function is exported for that device mesh
+    (XLA SPMD); the SavedModel form holds the functions for one device."""
     from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES, _names, find_main
     from mlconv.dialects import tpu
@@ -83,7 +87,7 @@ def save_artifact(
             for index, result in enumerate(op.results):
                 values[result] = {"function": name, "output": index}
             functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
-            exported.append((name, _export_region(op)))
+            exported.append((name, _export_region(op, sharding)))
         elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:
             # a boundary reshape (tpu-io-shapes), done on the host: recorded in the reference
             origin = _reference(values, aliases.get(op.operands[0], op.operands[0]), op)
@@ -125,6 +129,7 @@ def save_artifact(
         "platforms": list(PLATFORMS),
         "converter_options": options_text,
         **(extra or {}),
+        "sharding": sharding.to_json() if sharding is not None else None,
     }
     if batches:
         manifest["batches"] = batches
@@ -148,9 +153,12 @@ def save_artifact(
         if write_tf:
             from mlconv.backends.saved_model_writer import write_saved_model
 
+            one_device = dict(exported)
+            if sharding is not None:  # the SavedModel form runs on one device
+                one_device = {name: _export_region(op) for op, name in regions.items()}
             write_saved_model(
                 staging / "saved_model",
-                dict(exported),
+                one_device,
                 manifest,
                 source=source if placement else None,
                 placement={_function_name([k], 0): v for k, v in (placement or {}).items()},
@@ -185,8 +193,9 @@ def _spec_json(spec: InputSpec) -> dict[str, Any]:
     }
 
 
-def _export_region(region: Any) -> Any:
-    """The region as a `jax.export.Exported` with its constants inside (static shapes)."""
+def _export_region(region: Any, sharding: Any = None) -> Any:
+    """The region as a `jax.export.Exported` with its constants inside (static shapes); for
+    the device mesh of `sharding` (a MeshSpec) when one is given."""
     import jax
     from jax import export
 
@@ -206,7 +215,12 @@ def _export_region(region: Any) -> Any:
                 region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
             )
         specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
-    function = jax.jit(lambda *args: tuple(_interpret(block, constants, args)))
+    body = lambda *args: tuple(_interpret(block, constants, args))  # noqa: E731
+    if sharding is None:
+        return export.export(jax.jit(body), platforms=PLATFORMS)(*specs)
+    mesh = sharding.mesh()
+    shardings = sharding.input_shardings(mesh, [s.shape for s in specs])
+    function = jax.jit(body, in_shardings=shardings)
     return export.export(function, platforms=PLATFORMS)(*specs)
 
 
@@ -246,12 +260,17 @@ class LoadedArtifact:
             for entry in manifest["inputs"]
         ]
         self._functions = {}
+        self._calls = {}  # the functions as called: sharded ones jitted over the mesh
+        mesh_spec = MeshSpec.from_json(manifest.get("sharding"))
+        mesh = mesh_spec.mesh() if mesh_spec is not None else None
         for entry in manifest["functions"]:
             path = folder / "tpu" / f"{entry['name']}.jaxexport"
             try:
-                self._functions[entry["name"]] = export.deserialize(bytearray(path.read_bytes()))
+                exp = export.deserialize(bytearray(path.read_bytes()))
             except OSError as error:
                 raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+            self._functions[entry["name"]] = exp
+            self._calls[entry["name"]] = _callable(exp, mesh)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         import jax
@@ -269,8 +288,19 @@ class LoadedArtifact:
         with jax.default_device(self.device):
             for entry in self.manifest["functions"]:
                 inputs = [fetch(ref) for ref in entry["inputs"]]
-                results[entry["name"]] = self._functions[entry["name"]].call(*inputs)
+                results[entry["name"]] = self._calls[entry["name"]](*inputs)
         return [np.asarray(fetch(output["value"])) for output in self.manifest["outputs"]]
+
+
+def _callable(exp: Any, mesh: Any) -> Any:
+    """`exp` as a function; a sharded one jitted over `mesh` with its recorded shardings."""
+    if mesh is None or exp.nr_devices == 1:
+        return exp.call
+    import jax
+
+    return jax.jit(
+        exp.call, in_shardings=exp.in_shardings_jax(mesh), out_shardings=exp.out_shardings_jax(mesh)
+    )
 
 
 def is_artifact(path: str | os.PathLike) -> bool:

@@ -20,6 +20,8 @@ default too). The output is an artifact folder (backends/artifact.py)
 holding the TPU functions as serialized jax.export modules with their weights, a manifest, and
 OUTDIR/saved_model: the model as a SavedModel whose TPU functions are XlaCallModule ops
 (backends/saved_model_writer.py), the host part around them left in TensorFlow.
+With `xla_sharding_options` each TPU function is exported for the device mesh they describe
+and partitioned by XLA SPMD (backends/sharding.py).
 The conversion report (`tpu-report`: TPU cost per function from XLA's cost analysis, the host
 part's cost from TensorFlow's shapes) goes to stderr with the progress lines and to
 OUTDIR/conversion_report.txt.
@@ -147,8 +149,6 @@ def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     the progress lines."""
     del explicit  # every explicitly enabled optimization is performed now
     pending: list[str] = []
-    if settings.sharding is not None:
-        raise OptionError("xla_sharding_options: sharding is not supported yet")
     return pending
 
 
@@ -166,7 +166,7 @@ def convert(
     from mlconv.backends.specialize import needs_specialization
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
     from mlconv.passes.tpu_bf16 import TpuBf16Pass
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
     from mlconv.passes.tpu_report import TpuReportPass, format_report, work
@@ -180,6 +180,9 @@ def convert(
     path = Path(model)
     frontend, names, placement = place(settings, path)
     pending = unsupported_options(settings, options)
+    from mlconv.backends.sharding import MeshSpec
+
+    mesh = MeshSpec.from_options(settings.sharding) if settings.sharding is not None else None
     module = phases.run("import", lambda: load_model(model, **frontend))
     phases.run("lower to core", lambda: lower_to_core(module))
     shapes = format_input_shapes(input_shapes)
@@ -194,7 +197,7 @@ def convert(
         )
     phases.run(
         "place on tpu (core-to-tpu)",
-        lambda: CoreToTpuPipeline(device="tpu").apply(make_context(), module),
+        lambda: run_passes(CoreToTpuPipeline(device="tpu").after_inference(), module),
     )
     if settings.bfloat16:
         bf16 = TpuBf16Pass(
@@ -227,6 +230,7 @@ def convert(
             source=str(path),
             function_names=names,
             placement=placement,
+            sharding=mesh,
             extra={
                 "bfloat16": settings.bfloat16,
                 "io_shape_optimization": settings.io_shape_optimization,

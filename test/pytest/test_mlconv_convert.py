@@ -740,3 +740,144 @@ def test_onnx_report_costs_the_whole_model_on_the_tpu(onnx_artifact):
     (cost,) = manifest["report"]["tpu"].values()  # XLA skips the padding's taps: a bit less
     assert manifest["report"]["cpu"] == 0 and 0.9 * conv_flops <= cost["flops"] < conv_flops
     assert "TPU cost of the model: 100.00%" in (out / "conversion_report.txt").read_text()
+
+
+# --------------------------------------------------------------------------- sharding
+
+
+def mlp_model() -> onnx.ModelProto:
+    """MatMul -> Relu -> MatMul on an 8x32 input, random weights."""
+    rng = np.random.default_rng(13)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((32, 64)).astype(np.float32) * 0.3, "w1"),
+        numpy_helper.from_array(rng.standard_normal((64, 16)).astype(np.float32) * 0.3, "w2"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 16])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def sharding_options(cores: int, mesh_shape, coordinates, assignment=()) -> str:
+    """ConverterOptions text with xla_sharding_options (the topology serialized, as the seed's
+    schema takes it)."""
+    pytest.importorskip("tensorflow")
+    from google.protobuf import text_format
+    from tensorflow.core.protobuf.tpu import topology_pb2
+
+    from mlconv.tools.converter_options import schema
+
+    topology = topology_pb2.TopologyProto(
+        mesh_shape=mesh_shape,
+        num_tasks=1,
+        num_tpu_devices_per_task=len(coordinates),
+        device_coordinates=[v for c in coordinates for v in c],
+    )
+    options = schema().ConverterOptions(disable_default_optimizations=True)
+    options.xla_sharding_options.num_cores_per_replica = cores
+    options.xla_sharding_options.topology = topology.SerializeToString()
+    options.xla_sharding_options.device_assignment.extend(v for c in assignment for v in c)
+    return text_format.MessageToString(options)
+
+
+# df_2x2 of the seed's schema comment: mesh [2, 2, 1, 2], eight cores.
+DF_2X2 = [(x, y, 0, c) for x in range(2) for y in range(2) for c in range(2)]
+
+SHARDED_RUN = """
+import json, sys
+import numpy as np
+import jax
+import mlconv
+from mlconv.tools.mlconv_convert import convert
+
+model, out, options = sys.argv[1:4]
+assert len(jax.devices()) == 8, jax.devices()
+x = np.random.default_rng(14).standard_normal((8, 32)).astype(np.float32)
+manifest = convert(model, out + "/one", "disable_default_optimizations: true")
+(single,) = mlconv.load(out + "/one")(x)
+results = {"single": single.tolist()}
+for index, text in enumerate(json.loads(options)):
+    manifest = convert(model, out + f"/sharded{index}", text)
+    loaded = mlconv.load(out + f"/sharded{index}")
+    (got,) = loaded(x)
+    results[f"sharded{index}"] = got.tolist()
+    results[f"sharding{index}"] = manifest["sharding"]
+    results[f"hlo{index}"] = open(out + f"/sharded{index}/tpu/tpu_function_0.mlir").read()[:3000]
+print(json.dumps(results))
+"""
+
+
+def test_sharded_on_8_host_devices_equals_the_single_device_run(tmp_path):
+    model = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(), str(model))
+    options = [
+        sharding_options(8, [2, 2, 1, 2], DF_2X2),
+        sharding_options(
+            4, [2, 2, 1, 2], DF_2X2, [(0, 0, 0, 0), (0, 0, 0, 1), (1, 0, 0, 0), (1, 0, 0, 1)]
+        ),
+    ]
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+        "JAX_PLATFORMS": "cpu",
+    }
+    result = subprocess.run(
+        ["python", "-c", SHARDED_RUN, str(model), str(tmp_path), json.dumps(options)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    single = np.array(got["single"], np.float32)
+    x = np.random.default_rng(14).standard_normal((8, 32)).astype(np.float32)
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(
+        mlp_model().SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    np.testing.assert_allclose(single, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    assert got["sharding0"] == {
+        "axes": ["x", "y", "z", "core"],
+        "shape": [2, 2, 1, 2],
+        "devices": list(range(8)),
+    }
+    # The assigned box: x in {0, 1}, y = 0, both cores: devices 0, 1, 4, 5 of the topology.
+    assert got["sharding1"] == {
+        "axes": ["x", "y", "z", "core"],
+        "shape": [2, 1, 1, 2],
+        "devices": [0, 1, 4, 5],
+    }
+    for index, cores in ((0, 8), (1, 4)):  # StableHLO partitioned by XLA SPMD (Shardy)
+        assert f"mhlo.num_partitions = {cores} : i32" in got[f"hlo{index}"]
+        assert '#sdy.sharding<@mesh, [{"x", "y", "z", "core"}, {}]>' in got[f"hlo{index}"]
+        np.testing.assert_allclose(
+            np.array(got[f"sharded{index}"], np.float32), single, rtol=1e-6, atol=1e-6
+        )
+
+
+@pytest.mark.parametrize(
+    "assignment, message",
+    [
+        ([(0, 0, 0, 0), (1, 1, 0, 1)], "do not form a box of the topology"),
+        ([(0, 0, 0, 0), (3, 0, 0, 0)], r"\[\[3, 0, 0, 0\]\] are not devices of the topology"),
+        ([(0, 0, 0, 0)], "gives 1 devices for num_cores_per_replica 2"),
+    ],
+)
+def test_bad_device_assignment_is_one_line(assignment, message, tmp_path):
+    model = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(), str(model))
+    with pytest.raises(OptionError, match=message) as error:
+        convert(
+            str(model), str(tmp_path / "out"), sharding_options(2, [2, 2, 1, 2], DF_2X2, assignment)
+        )
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
