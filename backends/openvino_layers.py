@@ -158,6 +158,7 @@ def generic(op: CoreOp, w) -> Layer:
 
 
 SPECIAL = {
+    "core.Custom",
     "core.Constant",
     "core.Interpolate",
     "core.MaxPool",
@@ -174,6 +175,20 @@ GENERIC = [
     name for name in GENERIC if name not in SPECIAL and hasattr(OPS_BY_NAME[name], "ATTRIBUTES")
 ]
 lowering("core", GENERIC, target=TARGET)(generic)
+
+
+@lowering("core", "core.Custom", target=TARGET)
+def custom(op: CoreOp, w) -> Layer:
+    """core.Custom (allow-custom) as an extension layer, OpenVINO's convention for custom ops:
+    the op type as `type`, its domain as `version` (the extension's opset name), its attributes
+    in `<data>`; a runtime reading the IR needs the extension that implements it."""
+    values = op.attribute_values()
+    data = {
+        key: ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        for key, value in values["attrs"]
+    }
+    version = values["domain"] or "extension"
+    return Layer(values["op_type"], version, data, list(op.operands), list(op.results))
 
 
 class Refused(Exception):

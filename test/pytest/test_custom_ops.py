@@ -160,3 +160,22 @@ def test_no_implementation_when_the_program_is_built():
     run = compile_module(module, "cpu")
     with pytest.raises(BackendError, match="com.acme.Nowhere has no host implementation"):
         run(np.zeros((2, 3), np.float32))
+
+
+def test_openvino_writer_writes_an_extension_layer(registered):
+    """core.Custom in OpenVINO IR: type = op type, version = domain, attributes in <data>."""
+    import xml.etree.ElementTree as ET
+
+    from mlconv.api import lower_to_core
+    from mlconv.backends.openvino_ir import to_openvino_ir
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+
+    module = lower_to_core(import_onnx(model(1)), allow_custom=True)
+    CoreInferShapesPass().apply(None, module)  # the host implementation gives the shapes
+    xml, _ = to_openvino_ir(module)
+    (layer,) = [e for e in ET.fromstring(xml).iter("layer") if e.get("type") == "SortRows"]
+    assert layer.get("version") == DOMAIN
+    assert layer.find("data").attrib == {"descending": "1", "keep": "4"}
+    ports = layer.find("output").findall("port")
+    assert [p.get("precision") for p in ports] == ["FP32", "I64"]
+    assert [[d.text for d in p.findall("dim")] for p in ports] == [["3", "4"], ["3", "4"]]
