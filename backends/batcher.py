@@ -171,6 +171,7 @@ class Batcher:
                     "rows refused, retry later"
                 )
             start = 0
+            wake = False  # a worker waits for a batch to close or for the head's deadline
             request.pending = len(plan)
             deadline = time.monotonic() + config.batch_timeout_micros / 1e6
             for target, count in plan:
@@ -179,13 +180,15 @@ class Batcher:
                         self._queue[-1].closed = True
                     target = _Batch(deadline)
                     self._queue.append(target)
+                    wake = True
                 target.pieces.append(_Piece(request, start, count))
                 target.rows += count
                 if target.rows >= config.max_batch_size:
-                    target.closed = True
+                    target.closed = wake = True
                 start += count
             self.stats["requests"] += 1
-            self._cond.notify_all()
+            if wake:
+                self._cond.notify_all()
         return request.future
 
     def _plan(self, rows: int) -> list[tuple[_Batch | None, int]]:
@@ -428,6 +431,7 @@ class BatchingModel:
         self.batchers: dict[str, Batcher] = {}
         self.compilations: collections.Counter = collections.Counter()
         self._group: dict[str, dict] = {}
+        self._any_shape: list[Any] | None = None
         for entry in self.manifest["batches"]:
             path = Path(folder) / "tpu" / f"{entry['name']}.batched.jaxexport"
             try:
@@ -479,8 +483,9 @@ class BatchingModel:
 
         from mlconv.backends.inputs import InputSpec, bind_inputs
 
-        specs = [InputSpec(s.name, s.dtype, None) for s in self.loaded.input_specs]
-        arrays = bind_inputs(specs, args, named)
+        if self._any_shape is None:  # batched inputs take any number of rows
+            self._any_shape = [InputSpec(s.name, s.dtype, None) for s in self.loaded.input_specs]
+        arrays = bind_inputs(self._any_shape, args, named)
         results: dict[str, Any] = {}
 
         def fetch(ref: dict[str, Any]) -> Any:
