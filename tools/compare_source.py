@@ -112,7 +112,8 @@ class SourceComparison:
             lines.append(f"{title}:")
             width = min(max([len(r.location) for r in rows] + [8]), LOCATION_WIDTH)
             lines.append(
-                f"  {'location':<{width}}  {'op':<16} {'shape':<18} {'max abs':>10} "
+                f"  {'location':<{width}}  {'op' if title == 'layers' else 'output':<16} "
+                f"{'shape':<18} {'max abs':>10} "
                 f"{'max rel':>10}  status"
             )
             for row in rows:
@@ -122,7 +123,7 @@ class SourceComparison:
                 if len(where) > width:  # keep the end: the layer's own name
                     where = "..." + where[len(where) - width + 3 :]
                 text = (
-                    f"  {where:<{width}}  {row.op_type[:16]:<16} "
+                    f"  {where:<{width}}  {(row.op_type if row.kind == 'layer' else row.name)[:16]:<16} "
                     f"{'x'.join(map(str, row.shape)) or 'scalar':<18} {row.max_abs:>10.3g} "
                     f"{row.max_rel:>10.3g}  {status}{mark}"
                 )
@@ -295,7 +296,12 @@ def _run_onnx(path: str, names, arrays, per_layer: bool):
         for t, where, op_type, position in located
         if t in values
     ]
-    return outputs, layers
+    producer = {
+        tensor: node.name or f"{node.op_type}_{index}"
+        for index, node in enumerate(model.graph.node)
+        for tensor in node.output
+    }
+    return outputs, layers, [(n, producer.get(n, n)) for n in graph_outputs]
 
 
 def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
@@ -336,6 +342,7 @@ def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
             out_names + [t for t, *_ in located], dict(zip(feeds, arrays, strict=True))
         )
     outputs = fetched[: len(out_names)]
+    info = [(name.split(":")[0], name.split(":")[0]) for name in out_names]
     layers = [
         SourceTensor(t, where, op_type, np.asarray(value), position)
         for (t, where, op_type, position), value in zip(
@@ -343,7 +350,7 @@ def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
         )
     ]
     del names
-    return outputs, layers
+    return outputs, layers, info
 
 
 def _run_tflite(path: str, names, arrays, per_layer: bool):
@@ -369,6 +376,7 @@ def _run_tflite(path: str, names, arrays, per_layer: bool):
         interpreter.set_tensor(detail["index"], array)
     interpreter.invoke()
     outputs = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+    info = [(d["name"], d["name"]) for d in interpreter.get_output_details()]
     layers = []
     if per_layer:
         tensors = {d["index"]: d["name"] for d in interpreter.get_tensor_details()}
@@ -386,7 +394,7 @@ def _run_tflite(path: str, names, arrays, per_layer: bool):
                     SourceTensor(tensors.get(index, where), where, op["op_name"], value, position)
                 )
     del names
-    return outputs, layers
+    return outputs, layers, info
 
 
 # --------------------------------------------------------------------------- mlconv side
@@ -454,13 +462,15 @@ def compare_with_source(
     shapes = format_input_shapes({n: a.shape for n, a in zip(names, arrays, strict=True)})
     try:
         if framework == "onnx":
-            source_outputs, source_layers = _run_onnx(path, names, arrays, per_layer)
+            source_outputs, source_layers, source_names = _run_onnx(path, names, arrays, per_layer)
         elif framework == "tf":
-            source_outputs, source_layers = _run_tf(
+            source_outputs, source_layers, source_names = _run_tf(
                 path, names, arrays, per_layer, frontend_options
             )
         else:
-            source_outputs, source_layers = _run_tflite(path, names, arrays, per_layer)
+            source_outputs, source_layers, source_names = _run_tflite(
+                path, names, arrays, per_layer
+            )
     except MlconvError:
         raise
     except Exception as error:  # noqa: BLE001 - the runtime's own failure, reported on one line
@@ -476,7 +486,8 @@ def compare_with_source(
             f"mlconv gives {len(ours)} outputs, {RUNTIMES[framework]} {len(source_outputs)}"
         )
     for index, (mine, theirs) in enumerate(zip(ours, source_outputs, strict=True)):
-        name = output_names[index] if index < len(output_names) else f"output_{index}"
+        name, where = source_names[index] if index < len(source_names) else (None, None)
+        name = output_names[index] if index < len(output_names) else name or f"output_{index}"
         theirs = np.asarray(theirs)
         aligned = _aligned(mine, theirs)
         if aligned is None:
@@ -484,7 +495,9 @@ def compare_with_source(
                 f"output {name}: mlconv's shape {mine.shape} differs from "
                 f"{RUNTIMES[framework]}'s {theirs.shape}"
             )
-        report.outputs.append(_row(name, name, "output", aligned, theirs, "output", rtol, atol))
+        report.outputs.append(
+            _row(name, where or name, "output", aligned, theirs, "output", rtol, atol)
+        )
     if per_layer:
         by_location = _mlconv_layers(module, arrays, shapes)
         for tensor in source_layers:

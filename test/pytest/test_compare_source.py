@@ -60,7 +60,9 @@ def test_onnx_per_layer_json(tmp_path, capsys):
     assert (
         report["runtime"] == "onnxruntime" and report["ok"] and report["first_divergence"] is None
     )
-    assert [(o["name"], o["shape"]) for o in report["outputs"]] == [("y", [1, 10])]
+    assert [(o["name"], o["location"], o["shape"]) for o in report["outputs"]] == [
+        ("y", "softmax", [1, 10])
+    ]
     layers = {row["location"]: row for row in report["layers"]}
     assert list(layers) == ["conv1", "relu1", "pool", "flatten", "fc", "softmax"]
     assert layers["conv1"]["shape"] == [1, 8, 8, 8] and layers["conv1"]["op_type"] == "Conv"
