@@ -700,6 +700,48 @@ def test_host_ops_outside_placed_functions_stay_on_the_host(placement_model, tmp
     sensitivity.assert_input_sensitive(got, module.tpu_func(other).numpy(), rtol=1e-5)
 
 
+def test_concrete_function_name_places_that_function(placement_model, tmp_path):
+    from mlconv.frontends.tf_placement import read_saved_model
+
+    tf, module, saved = placement_model
+    meta = read_saved_model(saved).meta_graphs[0]
+    (name,) = [f for f, a in meta.meta_info_def.function_aliases.items() if a == "direct"]
+    out = tmp_path / "out"
+    options = f'tpu_functions {{ concrete_function_name: "{name}" }}\n' + NO_DEFAULT_OPTIMIZATIONS
+    manifest = convert(str(saved), str(out), options)
+    assert [f["name"] for f in manifest["functions"]] == [name]
+    x = np.random.default_rng(15).standard_normal((2, 6)).astype(np.float32)
+    np.testing.assert_allclose(
+        mlconv.load(out)(x)[0], module.direct(x).numpy(), rtol=1e-5, atol=1e-5
+    )
+    assert xla_call_functions(out / "saved_model") == [name]
+
+
+def test_signature_name_places_the_whole_signature(keras_saved_model, tmp_path):
+    tf, _, module, saved = keras_saved_model
+    out = tmp_path / "out"
+    options = 'tpu_functions { signature_name: "serving_default" }\n' + NO_DEFAULT_OPTIMIZATIONS
+    manifest = convert(str(saved), str(out), options)
+    assert [f["name"] for f in manifest["functions"]] == ["serving_default"]
+    assert manifest["report"]["cpu"] == 0  # the signature's `* 2` is on the TPU now
+    x = np.random.default_rng(16).standard_normal((2, 12, 12, 3)).astype(np.float32)
+    expected = module.serve(x)["y"].numpy()
+    np.testing.assert_allclose(mlconv.load(out)(x=x)[0], expected, rtol=1e-5, atol=1e-5)
+    served = serve_saved_model(tf, out / "saved_model", x=x)["y"]
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_signature_with_string_ops_cannot_go_on_the_tpu(placement_model, tmp_path):
+    from mlconv.errors import PassFailure
+
+    _, _, saved = placement_model
+    options = 'tpu_functions { signature_name: "serving_default" }'
+    with pytest.raises(
+        PassFailure, match="'tf.StringToNumber' op isn't compilable for TPU device."
+    ):
+        convert(str(saved), str(tmp_path / "out"), options)
+
+
 def test_jit_compile_functions_places_the_jit_compiled_function(placement_model, tmp_path):
     tf, module, saved = placement_model
     out = tmp_path / "out"
