@@ -4,6 +4,13 @@
 // Every unsupported TF op type at once, with its node count, before anything is rewritten.
 // MISSING: error: no lowering to core for 2 tf op type(s): tf.BesselI0e (1 node: bessel); tf.Cumsum (2 nodes: cumsum_a, cumsum_b)
 
+// With allow-custom the same ops stay as core.Custom (domain "tf"), the Relu lowers.
+// RUN: mlconv-opt %S/Inputs/tf-unsupported.mlir -p 'tf-to-core{allow-custom=true}' | mlconv-opt | filecheck %s --check-prefix=CUSTOM
+// CUSTOM:      %[[A:.*]] = "core.Custom"(%{{.*}}, %{{.*}}) {domain = "tf", op_type = "Cumsum", attrs = {}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CUSTOM-NEXT: %[[B:.*]] = "core.Custom"(%[[A]], %{{.*}}) {domain = "tf", op_type = "Cumsum", attrs = {}}
+// CUSTOM-NEXT: %[[C:.*]] = "core.Custom"(%[[B]]) {domain = "tf", op_type = "BesselI0e", attrs = {}} : (tensor<4xf32>) -> tensor<4xf32>
+// CUSTOM-NEXT: %[[D:.*]] = "core.Relu"(%[[C]])
+
 // NHWC Conv2D: NCHW data between transposes, HWIO filters already OIHW, SAME is same_upper;
 // BiasAdd adds along the last (channel) dim; Relu6 clamps; Identity disappears.
 // CHECK-LABEL: func.func @conv_relu6
