@@ -34,6 +34,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),
     "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
     "core-fuse": _ours("core_fuse", "CoreFusePass"),
+    "core-op-versions": _ours("core_op_versions", "CoreOpVersionsPass"),
     "tpu-bf16": _ours("tpu_bf16", "TpuBf16Pass"),
     # tpu
     "tpu-fold-constants": _ours("tpu_fold_constants", "TpuFoldConstantsPass"),

@@ -70,3 +70,11 @@ func.func @non_tensor_operand(%x: f32) -> tensor<f32> {
   %y = "core.Relu"(%x) : (f32) -> tensor<f32>
   func.return %y : tensor<f32>
 }
+
+// -----
+
+func.func @normalize_l2_bad_eps_mode(%x: tensor<2x3xf32>, %axes: tensor<1xi64>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'core.NormalizeL2' op eps_mode must be 'add' or 'max', not 'min'}}
+  %y = "core.NormalizeL2"(%x, %axes) {eps = 1.0e-12 : f64, eps_mode = "min"} : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}

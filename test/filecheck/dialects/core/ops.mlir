@@ -138,3 +138,17 @@ func.func @gather_broadcast(%x: tensor<5x4xf32>, %i: tensor<2xi64>) -> tensor<3x
   %b = "core.Broadcast"(%g, %shape) : (tensor<2x4xf32>, tensor<3xi64>) -> tensor<3x2x4xf32>
   func.return %b : tensor<3x2x4xf32>
 }
+
+// -----
+
+// The ops core-fuse writes: NormalizeL2 and ShuffleChannels.
+
+// CHECK-LABEL: func.func @fused_ops
+// CHECK:         %[[N:.*]] = "core.NormalizeL2"(%{{.*}}, %{{.*}}) {eps = 1.000000e-12 : f64, eps_mode = "max"} : (tensor<1x8x2x2xf32>, tensor<1xi64>) -> tensor<1x8x2x2xf32>
+// CHECK:         %[[S:.*]] = "core.ShuffleChannels"(%[[N]]) {axis = 1 : i64, group = 2 : i64} : (tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32>
+func.func @fused_ops(%x: tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32> {
+  %axes = core.Constant {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+  %n = "core.NormalizeL2"(%x, %axes) {eps = 1.0e-12 : f64, eps_mode = "max"} : (tensor<1x8x2x2xf32>, tensor<1xi64>) -> tensor<1x8x2x2xf32>
+  %s = "core.ShuffleChannels"(%n) {axis = 1 : i64, group = 2 : i64} : (tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32>
+  func.return %s : tensor<1x8x2x2xf32>
+}
