@@ -2,92 +2,48 @@
 
 `onnx-to-core`, `tf-to-core` and `tflite-to-core` with `allow-custom=true` turn every op that
 has no lowering into a `core.Custom` naming its domain and type, with its attributes and result
-types. A plugin may lower it further (a pattern for ("core", "Custom") would see it); otherwise
-its semantics is the host implementation registered for (domain, op type) in
-`mlconv.custom_ops`, so shape inference, folding, `core-to-tpu` (a `tpu.custom_call`) and the
-JAX backend (`jax.pure_callback`) all follow from it like from any other core op.
+types. Its semantics is the host implementation registered for (domain, op type) in
+`mlconv.custom_ops`, so shape inference, folding, `core-to-tpu` (a `tpu.custom_call`), the JAX
+backend (`jax.pure_callback`) and the reference interpreter follow from it as from any other
+core op; the OpenVINO writer writes it as an extension layer. (A plugin that can lower the op
+registers a pattern for the source op's own key instead, and it never becomes core.Custom.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    BoolAttr,
-    DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    DictionaryAttr,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import DictionaryAttr, TensorType
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from mlconv.dense import numpy_dtype, to_dense_attr, to_numpy
+from mlconv.dense import numpy_dtype
 from mlconv.dialects.core_base import STR, AttrKind, CoreOp, core_op
 
 
-def encode_value(value: Any) -> Attribute:
-    """A custom op's attribute value (int, float, str, bool, list of those, numpy array) as an
-    attribute; `decode_value` inverts it."""
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(value, bool | np.bool_):
-        return BoolAttr.from_bool(bool(value))
-    if isinstance(value, int | np.integer):
-        return IntegerAttr(int(value), i64)
-    if isinstance(value, float | np.floating):
-        return FloatAttr(float(value), f64)
-    if isinstance(value, str):
-        return StringAttr(value)
-    if isinstance(value, np.ndarray):
-        return to_dense_attr(value)
-    if isinstance(value, list | tuple):
-        if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value):
-            return DenseArrayBase.from_list(i64, [int(v) for v in value])
-        if all(isinstance(v, float | int | np.floating | np.integer) for v in value):
-            return DenseArrayBase.from_list(f64, [float(v) for v in value])
-        return ArrayAttr([encode_value(v) for v in value])
-    raise TypeError(f"cannot store custom op attribute {value!r}")
+def _encode(values: Any) -> DictionaryAttr:
+    if isinstance(values, DictionaryAttr):
+        return values
+    from mlconv.dialects.tpu import encode_param  # one encoding of Python values as attributes
+
+    return DictionaryAttr(
+        {
+            str(k): v if isinstance(v, Attribute) else encode_param(v)
+            for k, v in dict(values).items()
+        }
+    )
 
 
-def decode_value(attr: Attribute) -> Any:
-    """An attribute as a hashable Python value (tuples for lists, numpy for dense tensors)."""
-    if isinstance(attr, IntegerAttr):
-        value = attr.value.data
-        return bool(value) if attr.type == IntegerType(1) else value
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, DenseArrayBase):
-        values = attr.get_values()
-        return tuple(int(v) if isinstance(attr.elt_type, IntegerType) else float(v) for v in values)
-    if isinstance(attr, ArrayAttr):
-        return tuple(decode_value(a) for a in attr.data)
-    if isinstance(attr, DenseIntOrFPElementsAttr):
-        return to_numpy(attr)
-    return attr
+def _decode(attr: DictionaryAttr) -> tuple[tuple[str, Any], ...]:
+    from mlconv.dialects.tpu import decode_param
+
+    return tuple(sorted((k, decode_param(v)) for k, v in attr.data.items()))
 
 
-ATTRS = AttrKind(
-    "dict",
-    DictionaryAttr,
-    lambda v: (
-        v
-        if isinstance(v, DictionaryAttr)
-        else DictionaryAttr({str(k): encode_value(x) for k, x in dict(v).items()})
-    ),
-    lambda a: tuple(sorted((k, decode_value(v)) for k, v in a.data.items())),
-)
-"""A dictionary of the source op's attributes; read back as sorted (name, value) pairs."""
+ATTRS = AttrKind("dict", DictionaryAttr, _encode, _decode)
+"""The source op's attributes (any attribute the tpu parameter encoding reads: numbers,
+strings, arrays, dense tensors, types); read back as sorted (name, value) pairs, hashable as jax
+primitive parameters are."""
 
 
 @core_op(
