@@ -315,6 +315,7 @@ def main_function_type(module):
         ("legacy", "core-fold-constants{static-shape=true}"),
         ("convnet", "core-fold-constants{static-shape=true}"),
         ("convnet", "core-fuse"),
+        ("convnet", "core-op-versions"),
         ("convnet", "canonicalize"),
         ("squeezenet", "cse"),
     ],
