@@ -522,3 +522,39 @@ class BatchingModel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# --------------------------------------------------------------------------- the SavedModel form
+
+
+def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any]:
+    """The batch op `entry` (a manifest entry) as TensorFlow's own in-graph batching: a
+    `BatchFunction` op carrying the same options around one XlaCallModule of the exported body
+    (polymorphic in the rows), for OUTDIR/saved_model (backends/saved_model_writer.py).
+    TensorFlow pads to `allowed_batch_sizes` as the batcher above does; with large batch
+    splitting it splits a request across batches but refuses one above `max_batch_size`."""
+    import tensorflow as tf
+    from jax.experimental import jax2tf
+
+    from mlconv.backends.artifact import PLATFORMS
+
+    shapes = [
+        "(rows, " + "".join(f"{int(d)}, " for d in a.shape[1:]) + ")" for a in exported.in_avals
+    ]
+    convert = jax2tf.convert(
+        exported.call,
+        native_serialization_platforms=PLATFORMS,
+        with_gradient=False,
+        polymorphic_shapes=shapes,
+    )
+    config = BatchConfig.from_json(entry["options"])
+    batch = tf.nondifferentiable_batch_function(
+        num_batch_threads=config.num_batch_threads,
+        max_batch_size=config.max_batch_size,
+        batch_timeout_micros=config.batch_timeout_micros,
+        allowed_batch_sizes=list(config.allowed_batch_sizes) or None,
+        max_enqueued_batches=config.max_enqueued_batches,
+        autograph=False,
+        enable_large_batch_splitting=not config.disable_large_batch_splitting,
+    )
+    return batch(lambda *args: convert(*args))

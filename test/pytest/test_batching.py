@@ -189,6 +189,30 @@ def test_splitting_disabled_refuses_large_requests(artifact, tmp_path):
             model(np.ones((9, FEATURES), np.float32))
 
 
+def test_saved_model_form_batches_with_tensorflows_batch_function(artifact):
+    """OUTDIR/saved_model: the batch op is a BatchFunction op with the same options, around
+    the XlaCallModule of the body; TensorFlow's batching gives each caller its own rows."""
+    import tensorflow as tf
+
+    model, _, out, _ = artifact
+    loaded = tf.saved_model.load(str(out / "saved_model"))
+    serve = loaded.signatures["serving_default"]
+    graph = serve.graph.as_graph_def()
+    nodes = [n for f in graph.library.function for n in f.node_def] + list(graph.node)
+    (batch,) = [n for n in nodes if n.op == "BatchFunction"]
+    assert batch.attr["max_batch_size"].i == 8
+    assert list(batch.attr["allowed_batch_sizes"].list.i) == [2, 4, 8]
+    assert batch.attr["batch_timeout_micros"].i == 2000
+    assert batch.attr["num_batch_threads"].i == 2
+    assert any(n.op == "XlaCallModule" for n in nodes)
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal((k, FEATURES)).astype(np.float32) for k in (1, 3, 5, 8, 2, 7)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        ys = list(pool.map(lambda x: serve(x=tf.constant(x))["y"].numpy(), xs))
+    for x, y in zip(xs, ys, strict=True):
+        np.testing.assert_allclose(y, onnxruntime(model, x), rtol=1e-5, atol=1e-5)
+
+
 # --------------------------------------------------------------------------- the queue itself
 
 
