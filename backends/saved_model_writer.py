@@ -53,7 +53,7 @@ def _as_tf(exported: Any, name: str):
     return function.get_concrete_function()
 
 
-def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any]) -> None:
+def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any], name: str) -> None:
     """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments,
     with the host-side reshapes the manifest's references record (tpu-io-shapes) around it."""
     from tensorflow.core.framework import node_def_pb2, types_pb2
@@ -63,14 +63,16 @@ def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any])
         raise BackendError(f"jax2tf gave no XlaCallModule for {function_def.signature.name}")
     signature = function_def.signature
     arguments = [a.name for a in signature.input_arg if a.type != types_pb2.DT_RESOURCE]
-    (entry,) = manifest["functions"]
-    if len(arguments) != len(manifest["inputs"]) or len(signature.output_arg) != len(
-        manifest["outputs"]
-    ):
+    # Several functions share @main's inputs and outputs, each named `<function>.<name>`.
+    entry = next(e for e in manifest["functions"] if e["name"] == name)
+    prefix = f"{name}." if len(manifest["functions"]) > 1 else ""
+    mine = [i for i, e in enumerate(manifest["inputs"]) if e["name"].startswith(prefix)]
+    local = {index: position for position, index in enumerate(mine)}
+    outputs = [o for o in manifest["outputs"] if o["name"].startswith(prefix)]
+    if len(arguments) != len(mine) or len(signature.output_arg) != len(outputs):
         raise BackendError(
             f"{signature.name}: {len(arguments)} inputs and {len(signature.output_arg)} outputs "
-            f"in the SavedModel, {len(manifest['inputs'])} and {len(manifest['outputs'])} in "
-            "the converted function"
+            f"in the SavedModel, {len(mine)} and {len(outputs)} in the converted function"
         )
     nodes = []
 
@@ -91,7 +93,7 @@ def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any])
 
     def tensor(ref: Mapping[str, Any], dtype: Any) -> str:
         if "input" in ref:
-            return arguments[ref["input"]]
+            return arguments[local[ref["input"]]]
         if "reshape" in ref:
             return reshape(tensor(ref["reshape"], dtype), ref["shape"], dtype)
         return f"tpu_call:output:{ref['output']}"
@@ -106,7 +108,7 @@ def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any])
     )
     returned = [
         tensor(output["value"], arg.type)
-        for output, arg in zip(manifest["outputs"], signature.output_arg, strict=True)
+        for output, arg in zip(outputs, signature.output_arg, strict=True)
     ]
     del function_def.node_def[:]
     function_def.node_def.extend([*nodes, node])
@@ -136,7 +138,10 @@ def write_from_saved_model(
         if function_name not in library:
             raise BackendError(f"{source}: no function '{function_name}' in saved_model.pb")
         _replace_body(
-            library[function_name], _as_tf(exported[artifact_name], artifact_name), manifest
+            library[function_name],
+            _as_tf(exported[artifact_name], artifact_name),
+            manifest,
+            artifact_name,
         )
     target.mkdir()
     for entry in source.iterdir():
@@ -157,18 +162,30 @@ def write_new_saved_model(
     target: Path,
     exported: Mapping[str, Any],
     manifest: Mapping[str, Any],
+    batched: Mapping[str, Any] | None = None,
 ) -> None:
     """A SavedModel whose `serving_default` runs the artifact's functions as `manifest` wires
-    them (model inputs by name in, model outputs by name out)."""
+    them (model inputs by name in, model outputs by name out); a batch op is TensorFlow's
+    BatchFunction with the same options (backends/batcher.py), its inputs' 0th dimension None."""
+    from mlconv.backends.batcher import tf_batch_function
+
     tf = _tensorflow()
-    calls = {name: _as_tf(exp, name) for name, exp in exported.items()}
+    batches = {b["name"]: b for b in manifest.get("batches", [])}
+    group = {f: b for b in batches.values() for f in b["functions"]}
+    grouped = {name: tf_batch_function(b, (batched or {})[name]) for name, b in batches.items()}
+    rows = {ref["input"] for b in batches.values() for ref in b["inputs"] if "input" in ref}
+    calls = {name: _as_tf(exp, name) for name, exp in exported.items() if name not in group}
     inputs = [tf_name(entry["name"]) for entry in manifest["inputs"]]
     outputs = [tf_name(entry["name"]) for entry in manifest["outputs"]]
     if len(set(inputs)) != len(inputs) or len(set(outputs)) != len(outputs):
         raise BackendError("model input or output names collide once made TensorFlow names")
     specs = [
-        tf.TensorSpec(entry["shape"], entry["dtype"], name=name)
-        for entry, name in zip(manifest["inputs"], inputs, strict=True)
+        tf.TensorSpec(
+            [None, *entry["shape"][1:]] if index in rows else entry["shape"],
+            entry["dtype"],
+            name=name,
+        )
+        for index, (entry, name) in enumerate(zip(manifest["inputs"], inputs, strict=True))
     ]
 
     def serve(*args: Any) -> dict[str, Any]:
@@ -182,6 +199,14 @@ def write_new_saved_model(
             return results[ref["function"]][ref["output"]]
 
         for entry in manifest["functions"]:
+            batch = group.get(entry["name"])
+            if batch is not None:  # the batch op's functions run once, inside BatchFunction
+                if entry["name"] == batch["functions"][0]:
+                    out = grouped[batch["name"]](*[fetch(ref) for ref in batch["inputs"]])
+                    for ref, value in zip(batch["outputs"], out, strict=True):
+                        if "function" in ref:
+                            results.setdefault(ref["function"], {})[ref["output"]] = value
+                continue
             out = calls[entry["name"]](*[fetch(ref) for ref in entry["inputs"]])
             results[entry["name"]] = out if isinstance(out, list | tuple) else [out]
         return {
@@ -200,10 +225,12 @@ def write_saved_model(
     manifest: Mapping[str, Any],
     source: str | os.PathLike | None = None,
     placement: Mapping[str, str] | None = None,
+    batched: Mapping[str, Any] | None = None,
 ) -> None:
     """OUTDIR/saved_model: from a SavedModel source with `placement`, the source rewritten;
-    otherwise a new SavedModel serving the whole converted model."""
+    otherwise a new SavedModel serving the whole converted model, its batch ops (`batched`:
+    the manifest's batch name -> the body exported for any number of rows) as BatchFunction."""
     if source is not None and placement:
         write_from_saved_model(source, target, exported, placement, manifest)
     else:
-        write_new_saved_model(target, exported, manifest)
+        write_new_saved_model(target, exported, manifest, batched or {})

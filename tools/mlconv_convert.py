@@ -91,9 +91,9 @@ class Phases:
         return result
 
 
-def place(settings: Any, model: Path) -> tuple[dict[str, str], list[str], dict[str, str]]:
-    """From `tpu_functions`: the TF frontend's function choice, the TPU function names, and
-    (for a SavedModel) each TPU function's concrete function name in saved_model.pb, checked by
+def place(settings: Any, model: Path) -> tuple[list[dict[str, str]], list[str], dict[str, str]]:
+    """From `tpu_functions`: the TF frontend's choice of each TPU function, their names, and
+    (for a SavedModel) each one's concrete function name in saved_model.pb, checked by
     frontends/tf_placement.py (duplicates, indirect calls, host-only ops)."""
     functions = list(settings.tpu_functions)
     if not model.is_dir():
@@ -102,25 +102,70 @@ def place(settings: Any, model: Path) -> tuple[dict[str, str], list[str], dict[s
                 "tpu_functions: names functions of a SavedModel; an ONNX or TFLite model is "
                 "placed on the TPU whole (leave tpu_functions out)"
             )
-        return {}, [], {}
+        return [{}], [], {}
     from mlconv.frontends.tf_placement import place_tpu_functions
 
     placed = place_tpu_functions(model, functions)
-    if len(placed) > 1:
-        raise OptionError(
-            f"tpu_functions: {len(placed)} functions selected; this version of mlconv-convert "
-            "places one function of a SavedModel"
-        )
-    (chosen,) = placed
-    if chosen.kind == "function_alias":
-        frontend = {"alias": chosen.label}
-    elif chosen.kind == "signature_name":
-        frontend = {"signature": chosen.label}
-    else:
-        frontend = {"function": chosen.concrete_name}
-    names = [chosen.label] if functions else []
-    name = chosen.label if functions else "tpu_function_0"
-    return frontend, names, {name: chosen.concrete_name}
+    frontends = []
+    for chosen in placed:
+        if chosen.kind == "function_alias" and [p.label for p in placed].count(chosen.label) == 1:
+            frontends.append({"alias": chosen.label})
+        elif chosen.kind == "signature_name":
+            frontends.append({"signature": chosen.label})
+        else:
+            frontends.append({"function": chosen.concrete_name})
+    if not functions:
+        return frontends, [], {"tpu_function_0": placed[0].concrete_name}
+    names = [
+        p.label if len({q.label for q in placed}) == len(placed) else p.concrete_name
+        for p in placed
+    ]
+    return frontends, names, {n: p.concrete_name for n, p in zip(names, placed, strict=True)}
+
+
+def merge_functions(modules: list[Any], names: list[str]) -> Any:
+    """One module whose @main runs every TPU function side by side: its inputs and outputs are
+    theirs in order, named `<function>.<name>` (several functions placed from one SavedModel;
+    OUTDIR/saved_model keeps each where its callers call it)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
+    from xdsl.ir import Block, Region
+
+    from mlconv.backends.jax_backend import _names, find_main
+
+    mains = [find_main(m) for m in modules]
+    block = Block(arg_types=[a.type for m in mains for a in m.body.block.args])
+    args = iter(block.args)
+    returned, in_names, out_names = [], [], []
+    for name, main in zip(names, mains, strict=True):
+        body = main.body.block
+        in_names += [f"{name}.{n}" for n in _names(main.arg_attrs, len(body.args), "input")]
+        for old in body.args:
+            old.replace_all_uses_with(next(args))
+        for op in list(body.ops):
+            op.detach()
+            if isinstance(op, func.ReturnOp):
+                returned += list(op.operands)
+                out_names += [
+                    f"{name}.{n}" for n in _names(main.res_attrs, len(op.operands), "output")
+                ]
+                op.operands = ()
+                op.erase()
+            else:
+                block.add_op(op)
+    block.add_op(func.ReturnOp(*returned))
+
+    def named(labels: list[str]) -> ArrayAttr:
+        return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(n)}) for n in labels])
+
+    main = func.FuncOp(
+        "main",
+        ([a.type for a in block.args], [v.type for v in returned]),
+        Region(block),
+        arg_attrs=named(in_names),
+        res_attrs=named(out_names),
+    )
+    return ModuleOp([main])
 
 
 def host_part_cost(model: Path, placement: dict[str, str]) -> int:
@@ -178,34 +223,43 @@ def convert(
     )
     settings = ConversionSettings.from_options(options)
     path = Path(model)
-    frontend, names, placement = place(settings, path)
+    frontends, names, placement = place(settings, path)
     pending = unsupported_options(settings, options)
     from mlconv.backends.sharding import MeshSpec
 
     mesh = MeshSpec.from_options(settings.sharding) if settings.sharding is not None else None
-    module = phases.run("import", lambda: load_model(model, **frontend))
-    phases.run("lower to core", lambda: lower_to_core(module))
     shapes = format_input_shapes(input_shapes)
-    phases.run(
-        "infer shapes",
-        lambda: CoreInferShapesPass(input_shapes=shapes).apply(make_context(), module),
-    )
-    if needs_specialization(module):
-        raise OptionError(
-            "the model has inputs of dynamic shape, or inputs that decide shapes: give "
-            "--input-shapes with every dimension static"
+
+    def to_tpu(frontend: dict[str, str], label: str) -> Any:
+        module = phases.run(f"import{label}", lambda: load_model(model, **frontend))
+        phases.run(f"lower to core{label}", lambda: lower_to_core(module))
+        phases.run(
+            f"infer shapes{label}",
+            lambda: CoreInferShapesPass(input_shapes=shapes).apply(make_context(), module),
         )
-    phases.run(
-        "place on tpu (core-to-tpu)",
-        lambda: run_passes(CoreToTpuPipeline(device="tpu").after_inference(), module),
-    )
-    if settings.bfloat16:
-        bf16 = TpuBf16Pass(
-            filterlist=settings.bfloat16_filterlist,
-            skip_safety_checks=settings.bfloat16_skip_safety_checks,
-            scope=settings.bfloat16_scope.lower(),
+        if needs_specialization(module):
+            raise OptionError(
+                "the model has inputs of dynamic shape, or inputs that decide shapes: give "
+                "--input-shapes with every dimension static"
+            )
+        phases.run(
+            f"place on tpu (core-to-tpu){label}",
+            lambda: run_passes(CoreToTpuPipeline(device="tpu").after_inference(), module),
         )
-        phases.run("bfloat16 (tpu-bf16)", lambda: bf16.apply(make_context(), module))
+        if settings.bfloat16:
+            bf16 = TpuBf16Pass(
+                filterlist=settings.bfloat16_filterlist,
+                skip_safety_checks=settings.bfloat16_skip_safety_checks,
+                scope=settings.bfloat16_scope.lower(),
+            )
+            phases.run(f"bfloat16 (tpu-bf16){label}", lambda: bf16.apply(make_context(), module))
+        return module
+
+    if len(frontends) == 1:
+        module = to_tpu(frontends[0], "")
+    else:
+        modules = [to_tpu(f, f" {n}") for f, n in zip(frontends, names, strict=True)]
+        module = merge_functions(modules, names)
     if settings.batch_options:
         from mlconv.passes.tpu_batch import batch_pass_for
 

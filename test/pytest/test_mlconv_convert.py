@@ -742,6 +742,37 @@ def test_signature_with_string_ops_cannot_go_on_the_tpu(placement_model, tmp_pat
         convert(str(saved), str(tmp_path / "out"), options)
 
 
+def test_several_tpu_functions_are_placed_each_where_it_is_called(placement_model, tmp_path):
+    """The seed's `tpu_func_1` / `tpu_func_2` case: two functions on the TPU, each one an
+    XlaCallModule in the SavedModel form, each with its line in the report."""
+    tf, module, saved = placement_model
+    out = tmp_path / "out"
+    manifest = convert(
+        str(saved), str(out), aliases("tpu_func", "jitted") + NO_DEFAULT_OPTIMIZATIONS
+    )
+    assert [f["name"] for f in manifest["functions"]] == ["tpu_func", "jitted"]
+    assert [i["name"] for i in manifest["inputs"]] == ["tpu_func.x", "jitted.x"]
+    rng = np.random.default_rng(17)
+    x, y = (rng.standard_normal((2, 6)).astype(np.float32) for _ in range(2))
+    first, second = mlconv.load(out)(x, y)
+    np.testing.assert_allclose(first, module.tpu_func(x).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(second, module.jitted(y).numpy(), rtol=1e-5, atol=1e-5)
+    assert len(xla_call_functions(out / "saved_model")) == 2
+    loaded = tf.saved_model.load(
+        str(out / "saved_model"),
+        options=tf.saved_model.LoadOptions(experimental_load_function_aliases=True),
+    )
+    for name, value in (("tpu_func", x), ("jitted", y)):
+        expected = getattr(module, name)(value).numpy()
+        got = loaded.function_aliases[name](tf.constant(value)).numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    text = np.vectorize(lambda v: f"{v:.6f}")(x).astype(object)
+    served = serve_saved_model(tf, out / "saved_model", text=text)["y"]
+    np.testing.assert_allclose(served, module.serve(tf.constant(text))["y"].numpy(), rtol=1e-5)
+    report = (out / "conversion_report.txt").read_text()
+    assert "tpu_func\n" in report and "jitted\n" in report
+
+
 def test_jit_compile_functions_places_the_jit_compiled_function(placement_model, tmp_path):
     tf, module, saved = placement_model
     out = tmp_path / "out"
