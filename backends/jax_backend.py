@@ -188,8 +188,10 @@ def _compile_body(block: Block, device: Any) -> Callable[..., list[Any]]:
             steps.append((op, CompiledRegion(op, device)))
         elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:
             steps.append((op, op.bind))  # on the host, beside the regions (tpu-io-shapes)
-        elif isinstance(op, func.ReturnOp):
-            returned = list(op.arguments)
+        elif isinstance(op, tpu.BatchOp):  # one call is one run of its body (the batcher:
+            steps.append((op, _compile_body(op.body.block, device)))  # backends/batcher.py)
+        elif isinstance(op, func.ReturnOp | tpu.YieldOp):
+            returned = list(op.operands)
         else:
             raise BackendError.at(op, "is outside a tpu.region; run the core-to-tpu pass first")
 

@@ -85,6 +85,11 @@ class TpuFunctions(InterpreterFunctions):
     def run_region(self, interpreter: Interpreter, op: tpu.RegionOp, args: PythonValues):
         return interpreter.run_ssacfg_region(op.body, args, "tpu.region")
 
+    @impl(tpu.BatchOp)
+    def run_batch(self, interpreter: Interpreter, op: tpu.BatchOp, args: PythonValues):
+        # One call: the body once on the call's rows (the batcher batches calls at run time).
+        return interpreter.run_ssacfg_region(op.body, args, "tpu.batch")
+
     @impl(tpu.CondOp)
     def run_cond(self, interpreter: Interpreter, op: tpu.CondOp, args: PythonValues):
         count = len(op.branches)
