@@ -162,6 +162,7 @@ def save_artifact(
                 manifest,
                 source=source if placement else None,
                 placement={_function_name([k], 0): v for k, v in (placement or {}).items()},
+                batched=dict(batched),
             )
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         os.chmod(staging, 0o755)
