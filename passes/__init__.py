@@ -40,6 +40,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-fold-constants": _ours("tpu_fold_constants", "TpuFoldConstantsPass"),
     "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
     "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
+    "tpu-batch": _ours("tpu_batch", "TpuBatchPass"),
     "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),
     "tpu-report": _ours("tpu_report", "TpuReportPass"),
     # tf
