@@ -142,10 +142,15 @@ CAUSES: list[tuple[str, str, str]] = [
     ("error", r"has optional type", "optional types"),
     (
         "error",
-        r"unsupported ONNX ops: ai\.onnx\.preview\.training\.|in training mode",
+        r"unsupported ONNX ops: ai\.onnx\.preview\.training\.|in training mode"
+        r"|: onnx\.ai\.onnx\.preview\.training\.\w+-\d",  # onnx.Custom of that domain
         "training-only ops",
     ),
-    ("error", r"unsupported ONNX ops: ai\.onnx\.ml\.", "ai.onnx.ml domain"),
+    (
+        "error",
+        r"unsupported ONNX ops: ai\.onnx\.ml\.|: onnx\.ai\.onnx\.ml\.\w+-\d",
+        "ai.onnx.ml domain",
+    ),
     (
         "error",
         r"no lowering to core .*\b(RandomUniform|RandomNormal|RandomUniformLike|RandomNormalLike|"
@@ -154,7 +159,9 @@ CAUSES: list[tuple[str, str, str]] = [
     ),
     (
         "error",
-        r"unsupported ONNX ops",
+        # Other domains import as onnx.Custom, keyed `onnx.<domain>.<op>-<domain version>`.
+        r"unsupported ONNX ops|of a custom-domain op is not supported"
+        r"|no lowering to core .*: onnx\.[a-z]\w*\.[\w.]*-\d",
         "ops the onnx dialect does not define (other domains, newer opsets)",
     ),
     ("error", r"no lowering to core", "no onnx-to-core lowering yet"),
