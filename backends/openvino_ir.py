@@ -33,11 +33,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    IntegerAttr,
     ModuleOp,
     NameLoc,
     NoneAttr,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Block, Region, SSAValue
 
@@ -45,6 +47,7 @@ from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import BackendError, FrontendError
+from mlconv.passes.core_op_versions import ATTRIBUTE as OPSET
 from mlconv.passes.lowering import lookup
 
 IR_VERSION = "11"
@@ -140,7 +143,7 @@ class _Writer:
             "layer",
             {"id": str(layer_id), "name": self._name(name), "type": type_, "version": version},
         )
-        if data is not None:
+        if data:  # OpenVINO writes no <data> for an op without attributes
             ET.SubElement(element, "data", data)
         self.layers.append(element)
         return layer_id, element
@@ -373,11 +376,15 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
 
 
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
-    """mlconv-translate --export-openvino: lower framework dialects to core, then write."""
+    """mlconv-translate --export-openvino: lower framework dialects to core, set each op's
+    opset version to the lowest it needs (core-op-versions), then write."""
     from mlconv.api import framework_dialects, lower_to_core
+    from mlconv.dialects import make_context
+    from mlconv.passes.core_op_versions import CoreOpVersionsPass
 
     if framework_dialects(module):
         lower_to_core(module)
+    CoreOpVersionsPass().apply(make_context(), module)
     write_openvino(module, path, compress_to_fp16=compress_to_fp16)
 
 
@@ -503,6 +510,9 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
                 if cls.DEFAULTS.get(key, object()) == value:
                     del attributes[key]
             op = cls.build_op(_assign(cls.OPERANDS, inputs), out_types, **attributes)
+            version = layer.get("version", "").removeprefix("opset")
+            if version.isdigit() and int(version) != cls.VERSION:
+                op.attributes[OPSET] = IntegerAttr(int(version), i64)
         op.location = NameLoc(StringAttr(name), NoneAttr())
         block.add_op(op)
         for port, result in zip(out_ports, op.results, strict=True):

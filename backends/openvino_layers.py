@@ -130,6 +130,18 @@ def ov_type(op_name: str) -> str:
     return OV_TYPES.get(op_name, op_name.removeprefix("core."))
 
 
+# Attributes an op gained at a later opset: dropped when the op is written at an older one
+# (core-op-versions sets that version; `op_version` reads it).
+INTRODUCED = {
+    ("core.Gelu", "approximation_mode"): 7,
+    ("core.ShapeOf", "output_type"): 3,
+    ("core.TopK", "stable"): 11,
+    ("core.Gather", "batch_dims"): 7,
+    ("core.ScatterElementsUpdate", "reduction"): 12,
+    ("core.ScatterElementsUpdate", "use_init_val"): 12,
+    ("core.MaxPool", "dilations"): 8,
+}
+
 # Where core's VERSION names an opset that lacks the op, the opset OpenVINO introduced it in.
 OV_SINCE = {
     "core.Asinh": 4,
@@ -143,13 +155,15 @@ OV_SINCE = {
 def layer(op: CoreOp, *, rename: dict[str, str] | None = None, drop: Sequence[str] = ()) -> Layer:
     """The layer of a core op whose attributes are OpenVINO's: every declared attribute with a
     value (explicit or default) under its (renamed) name."""
+    from mlconv.passes.core_op_versions import op_version
+
+    version = max(op_version(op), OV_SINCE.get(op.name, 0))
     rename = {**RENAMES.get(op.name, {}), **(rename or {})}
     data: dict[str, str] = {}
     for key, value in op.attribute_values().items():
-        if value is None or key in drop:
+        if value is None or key in drop or version < INTRODUCED.get((op.name, key), 0):
             continue
         data[rename.get(key, key)] = format_value(op.ATTRIBUTES[key], value)
-    version = max(op.VERSION, OV_SINCE.get(op.name, 0))
     return Layer(ov_type(op.name), f"opset{version}", data, list(op.operands), list(op.results))
 
 

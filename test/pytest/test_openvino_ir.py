@@ -213,3 +213,47 @@ def test_backend_by_name_and_mlconv_run(tmp_path):
     np.testing.assert_allclose(by_name, expected, rtol=1e-4, atol=1e-5)
     with pytest.raises(mlconv.errors.OptionError, match="unknown backend"):
         mlconv.compile(model, backend="tensorrt")
+
+
+def test_lowest_opset_versions_run_in_openvino():
+    """After core-op-versions, Gelu-2 (no approximation_mode), Softmax-1 and ShapeOf-1 (no
+    output_type) are written without the attributes those versions lack, and OpenVINO runs them."""
+    from mlconv.dialects import make_context
+    from mlconv.passes.core_op_versions import CoreOpVersionsPass
+
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["g"], name="gelu"),
+        helper.make_node("Softmax", ["g"], ["s"], axis=1, name="softmax"),
+        helper.make_node("TopK", ["s", "k"], ["v", "i"], name="topk"),
+        helper.make_node("Gather", ["v", "idx"], ["y"], axis=1, name="gather"),
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "versions",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [
+            numpy_helper.from_array(np.array([3], np.int64), "k"),
+            numpy_helper.from_array(np.array([0, 2], np.int64), "idx"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    module = _core(model)
+    CoreOpVersionsPass().apply(make_context(), module)
+    xml, _ = to_openvino_ir(module)
+    versions = {
+        layer.get("type"): (layer.get("version"), layer.find("data"))
+        for layer in ET.fromstring(xml).iter("layer")
+    }
+    assert versions["Gelu"][0] == "opset2" and versions["Gelu"][1] is None
+    assert versions["Softmax"][0] == "opset1"
+    assert versions["ShapeOf"][0] == "opset1" and versions["ShapeOf"][1] is None
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+    got = compile_module(module.clone())(x)
+    expected = mlconv.compile(model, device="cpu")(x)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], expected[1])

@@ -3,7 +3,8 @@
 // RUN: mlconv-translate --import-openvino %t.xml | mlconv-opt | filecheck %s --check-prefix=READ
 
 // Parameters first (ids from 0), ops in order, Results last; -1 for the dynamic batch;
-// version from the core op's VERSION; the two identical weights share one .bin offset.
+// each op at the lowest opset it needs (core-op-versions: Gelu-2 without approximation_mode,
+// Softmax-1); the two identical weights share one .bin offset.
 
 // CHECK:       <net name="{{.*}}" version="11">
 // CHECK:         <layer id="0" name="x" type="Parameter" version="opset1">
@@ -22,9 +23,9 @@
 // CHECK:         <layer id="3" name="w2" type="Const" version="opset1">
 // CHECK-NEXT:      <data element_type="f32" shape="2, 3, 1, 1" offset="0" size="24" />
 // CHECK:         <layer id="5" name="relu" type="ReLU" version="opset1">
-// CHECK:         <layer id="6" name="gelu" type="Gelu" version="opset7">
-// CHECK-NEXT:      <data approximation_mode="ERF" />
-// CHECK:         <layer id="7" name="sm" type="Softmax" version="opset8">
+// CHECK:         <layer id="6" name="gelu" type="Gelu" version="opset2">
+// CHECK-NEXT:      <input>
+// CHECK:         <layer id="7" name="sm" type="Softmax" version="opset1">
 // CHECK-NEXT:      <data axis="1" />
 // CHECK:         <layer id="8" name="y/sink_port_0" type="Result" version="opset1" output_names="y">
 // CHECK:       <edges>
@@ -38,6 +39,7 @@
 // READ:         core.Convolution
 // READ:         core.Relu
 // READ:         core.Gelu
+// READ-SAME:      opset = 2
 // READ:         core.Softmax
 // READ:         func.return
 
