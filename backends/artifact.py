@@ -156,6 +156,9 @@ def save_artifact(
             one_device = dict(exported)
             if sharding is not None:  # the SavedModel form runs on one device
                 one_device = {name: _export_region(op) for op, name in regions.items()}
+            for entry, (_, exp) in zip(batches, batched, strict=True):
+                if len(entry["functions"]) == 1:  # a batched function takes any number of rows
+                    one_device[entry["functions"][0]] = exp
             write_saved_model(
                 staging / "saved_model",
                 one_device,

@@ -42,11 +42,20 @@ def _as_tf(exported: Any, name: str):
     tf = _tensorflow()
     from jax.experimental import jax2tf
 
+    # A function batched over any number of rows (tpu-batch) has a symbolic 0th dimension.
+    polymorphic = [f"({', '.join(str(d) for d in a.shape)},)" for a in exported.in_avals]
     convert = jax2tf.convert(
-        exported.call, native_serialization_platforms=PLATFORMS, with_gradient=False
+        exported.call,
+        polymorphic_shapes=polymorphic,
+        native_serialization_platforms=PLATFORMS,
+        with_gradient=False,
     )
     specs = [
-        tf.TensorSpec(a.shape, tf.dtypes.as_dtype(a.dtype), name=f"arg{i}")
+        tf.TensorSpec(
+            [d if isinstance(d, int) else None for d in a.shape],
+            tf.dtypes.as_dtype(a.dtype),
+            name=f"arg{i}",
+        )
         for i, a in enumerate(exported.in_avals)
     ]
     function = tf.function(lambda *args: convert(*args), input_signature=specs, autograph=False)

@@ -105,7 +105,11 @@ def _select(meta: Any, library: dict[str, Any], entry: Any, index: int) -> list[
     where = f"tpu_functions[{index}].{kind}"
     restorable = [n for n in meta.object_graph_def.concrete_functions if "_traced_" not in n]
     if kind == "function_alias":
-        names = [f for f, a in meta.meta_info_def.function_aliases.items() if a == value]
+        names = [
+            f
+            for f, a in meta.meta_info_def.function_aliases.items()
+            if a == value and f in library  # traces that created variables are not saved
+        ]
         if not names:
             aliases = set(meta.meta_info_def.function_aliases.values())
             raise OptionError(

@@ -1,6 +1,7 @@
 """tpu-report: cost each tpu.region with XLA's own cost analysis (seed 003's conversion report).
 
-Input: tpu dialect. Output: the same IR, each `tpu.region` in a function body annotated with
+Input: tpu dialect. Output: the same IR, each `tpu.region` in a function body (or a
+`tpu.batch`, costed for the rows it was converted for) annotated with
 `cost = {flops = ..., transcendentals = ..., bytes_accessed = ...}` from XLA's HLO cost
 analysis of the region as one jitted program (its constants passed as arguments, as the backend
 does, so nothing is folded away). Host ops between regions (tpu-io-shapes' reshapes) cost
@@ -111,7 +112,7 @@ class TpuReportPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for region in [r for r in op.walk() if isinstance(r, tpu.RegionOp)]:
-            if isinstance(region.parent_op(), func.FuncOp):
+            if isinstance(region.parent_op(), func.FuncOp | tpu.BatchOp):
                 cost = region_cost(region)
                 region.attributes["cost"] = DictionaryAttr(
                     {k: IntegerAttr(v, i64) for k, v in cost.items()}
