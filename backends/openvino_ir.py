@@ -375,16 +375,22 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
     return xml_path, bin_path
 
 
+# The core passes before writing, as ovc runs its own: types everywhere, OpenVINO's fused ops
+# (Swish, Gelu, MVN, ...), each op at the lowest opset that has what it uses.
+EXPORT_PASSES = ("core-infer-shapes", "core-fuse", "core-op-versions")
+
+
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
-    """mlconv-translate --export-openvino: lower framework dialects to core, set each op's
-    opset version to the lowest it needs (core-op-versions), then write."""
+    """mlconv-translate --export-openvino: lower framework dialects to core, run
+    `EXPORT_PASSES`, then write the .xml and .bin."""
     from mlconv.api import framework_dialects, lower_to_core
     from mlconv.dialects import make_context
-    from mlconv.passes.core_op_versions import CoreOpVersionsPass
+    from mlconv.passes import get_pass
 
     if framework_dialects(module):
         lower_to_core(module)
-    CoreOpVersionsPass().apply(make_context(), module)
+    for name in EXPORT_PASSES:
+        get_pass(name)().apply(make_context(), module)
     write_openvino(module, path, compress_to_fp16=compress_to_fp16)
 
 

@@ -57,15 +57,12 @@ def layer_types(xml_path: Path) -> Counter:
 
 
 def convert_mlconv(source, out: Path) -> float:
-    from mlconv.api import load_model, lower_to_core
-    from mlconv.backends.openvino_ir import write_openvino
-    from mlconv.dialects import make_context
-    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    """mlconv-translate --import-* then --export-openvino (core-fuse, core-op-versions)."""
+    from mlconv.api import load_model
+    from mlconv.backends.openvino_ir import export_openvino
 
     start = time.perf_counter()
-    module = lower_to_core(load_model(source))
-    CoreInferShapesPass().apply(make_context(), module)
-    write_openvino(module, out)
+    export_openvino(load_model(source), str(out))
     return time.perf_counter() - start
 
 
