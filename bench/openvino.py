@@ -19,6 +19,7 @@ For each model, in the same process:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -147,10 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cases = list(light_cases(work, names))
+        cases = light_cases(work, names)
         if not args.no_exported:
-            cases += list(exported_cases(Path(args.cache), names))
-        for case in cases:
+            cases = itertools.chain(cases, exported_cases(Path(args.cache), names))
+        for case in cases:  # lazily: each model is built, exported and benched in turn
             row = bench(*case, work)
             rows.append(row)
             print(json.dumps(row), flush=True)
