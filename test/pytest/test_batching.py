@@ -286,6 +286,31 @@ def test_requests_beyond_max_enqueued_batches_fail_fast(served):
     batcher.close()
 
 
+def test_num_batch_threads_run_batches_in_parallel(served):
+    inner = served.batchers["batch_0"]
+    gate, inside = threading.Event(), threading.Semaphore(0)
+
+    def executable(size):
+        def gated(*columns):
+            inside.release()
+            gate.wait(30)
+            return inner.executable(size)(*columns)
+
+        return gated
+
+    config = BatchConfig(max_batch_size=4, allowed_batch_sizes=(2, 4), num_batch_threads=2)
+    batcher = Batcher(executable, config, inner.signature, "parallel")
+    xs = [np.full((4, FEATURES), i, np.float32) for i in range(3)]
+    futures = [batcher.submit([x]) for x in xs]
+    assert inside.acquire(timeout=30) and inside.acquire(timeout=30)  # two batches at once
+    assert not inside.acquire(timeout=0.2)  # not three: two threads
+    gate.set()
+    for future, x in zip(futures, xs, strict=True):
+        expected = np.concatenate([served.loaded(r[None])[0] for r in x])
+        np.testing.assert_allclose(future.result(30)[0], expected, rtol=1e-5, atol=1e-6)
+    batcher.close()
+
+
 def test_split_request_fills_the_open_batch_first(served):
     batcher, gate, entered = gated_batcher(
         served, num_batch_threads=1, batch_timeout_micros=200_000
@@ -392,6 +417,9 @@ def test_function_batching_names_a_tpu_function(artifact, tmp_path):
     manifest = convert(str(artifact[1]), str(tmp_path / "sig"), text, input_shapes="x:1,16")
     assert manifest["batches"][0]["component"] == "signature_name"
     assert manifest["batches"][0]["component_name"] == "serving_default"
+    x = np.random.default_rng(8).standard_normal((11, FEATURES)).astype(np.float32)
+    with mlconv.load(tmp_path / "sig") as model:
+        np.testing.assert_allclose(model(x=x)[0], onnxruntime(artifact[0], x), rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- mlconv-run --serve
