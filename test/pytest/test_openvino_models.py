@@ -2,7 +2,7 @@
 outputs within 1e-4 (relative to the largest) of mlconv's JAX path and within the exporters'
 tolerance of the source framework. A representative subset runs here (light ONNX models with
 seeded random weights, a Keras CNN as SavedModel and .tflite, a Keras transformer as .tflite,
-a TorchScript ResNet-18); `python bench/openvino.py` runs them all and compares with `ovc`.
+a TorchScript ResNet-18); `python bench/openvino_vs_ovc.py` runs them all and compares with `ovc`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """mlconv's OpenVINO IR against OpenVINO's own converter (`ovc`, openvino.convert_model), in one run.
 
-    python bench/openvino.py [--models squeezenet,resnet18-torchscript,...] [--cache DIR]
+    python bench/openvino_vs_ovc.py [--models squeezenet,resnet18-torchscript,...] [--cache DIR]
                              [--json OUT.json] [--no-exported]
 
 Models: the nine light ONNX models of the onnx wheel (weights replaced by seeded random values,
