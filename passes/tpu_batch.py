@@ -178,28 +178,24 @@ def batch_pass_for(
     value = getattr(batch.experimental, kind) if kind else ""
     region = 0
     field = f"batch_options[0].experimental.{kind}"
-    if kind == "function_alias":
-        names = function_names or ["tpu_function_0"]
-        if value not in names:
+    if kind in ("function_alias", "concrete_function_name"):
+        if kind == "function_alias":
+            known = function_names or ["tpu_function_0"]
+        else:
+            known = list(placement.values())  # in the order of the TPU functions
+        if value not in known:
             raise PassFailure(
                 f"{field}: {value!r} is not a TPU function of this conversion (TPU functions: "
-                f"{', '.join(names)}); mlconv batches TPU functions or the signature"
+                f"{', '.join(known) or 'none: not a SavedModel'}); mlconv batches TPU functions "
+                "or the signature"
             )
-        region = names.index(value)
-    elif kind == "concrete_function_name":
-        concrete = list(placement.values())
-        if value not in concrete:
-            raise PassFailure(
-                f"{field}: {value!r} is not the concrete function of a TPU function of this "
-                f"conversion ({', '.join(concrete) or 'none: not a SavedModel'})"
-            )
-        region = concrete.index(value)
+        region = known.index(value)
     elif kind == "signature_name":
         known = ["serving_default"]
         if model.is_dir():
-            from mlconv.frontends.tf_importer import _read_saved_model
+            from mlconv.frontends.tf_placement import read_saved_model
 
-            meta = _read_saved_model(model).meta_graphs[0]
+            meta = read_saved_model(model).meta_graphs[0]
             known = [k for k in meta.signature_def if not k.startswith("__")]
         if value not in known:
             raise PassFailure(f"{field}: no signature {value!r} (signatures: {', '.join(known)})")

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import onnx
 import pytest
+from numerics import onnxruntime_outputs  # a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
@@ -84,10 +85,7 @@ def mlp(inputs=("x",), output_shape=("N", CLASSES), transpose=False) -> onnx.Mod
 
 
 def onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {"x": x})[0]
+    return onnxruntime_outputs(model, [x])[0]
 
 
 @pytest.fixture(scope="module")
@@ -420,6 +418,48 @@ def test_function_batching_names_a_tpu_function(artifact, tmp_path):
     x = np.random.default_rng(8).standard_normal((11, FEATURES)).astype(np.float32)
     with mlconv.load(tmp_path / "sig") as model:
         np.testing.assert_allclose(model(x=x)[0], onnxruntime(artifact[0], x), rtol=1e-5, atol=1e-5)
+
+
+def test_savedmodel_function_batching_by_alias(tmp_path):
+    """The seed's flow: a SavedModel function with a [None, 10] input signature and an alias,
+    placed on the TPU and batched by `experimental.function_alias`."""
+    import tensorflow as tf
+
+    class ToyModel(tf.Module):
+        def __init__(self):
+            super().__init__()
+            weights = np.random.default_rng(9).standard_normal((10, 4)).astype(np.float32)
+            self.w = tf.Variable(weights)
+
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 10], dtype=tf.float32)])
+        def tpu_func(self, x):
+            return tf.tanh(tf.matmul(x, self.w))
+
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 10], dtype=tf.float32)])
+        def serve(self, x):
+            return {"y": self.tpu_func(x) * 2.0}
+
+    toy = ToyModel()
+    source = tmp_path / "toy"
+    options = tf.saved_model.SaveOptions(function_aliases={"tpu_func": toy.tpu_func})
+    tf.saved_model.save(
+        toy, str(source), signatures={"serving_default": toy.serve}, options=options
+    )
+    text = 'tpu_functions { function_alias: "tpu_func" }\n' + BATCH_OPTIONS.replace(
+        "max_enqueued_batches: 1000", 'experimental { function_alias: "tpu_func" }'
+    )
+    manifest = convert(str(source), str(tmp_path / "out"), text, input_shapes="x:1,10")
+    assert manifest["batches"][0]["component_name"] == "tpu_func"
+    x = np.random.default_rng(10).standard_normal((13, 10)).astype(np.float32)
+    with mlconv.load(tmp_path / "out") as model:
+        np.testing.assert_allclose(model(x)[0], np.tanh(x @ toy.w.numpy()), rtol=1e-5, atol=1e-5)
+    bad = text.replace(
+        'experimental { function_alias: "tpu_func" }', 'experimental { signature_name: "serve" }'
+    )
+    with pytest.raises(
+        MlconvError, match=r"signature_name: no signature 'serve' \(signatures: serving_default\)"
+    ):
+        convert(str(source), str(tmp_path / "bad"), bad, input_shapes="x:1,10")
 
 
 # --------------------------------------------------------------------------- mlconv-run --serve
