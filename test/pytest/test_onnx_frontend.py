@@ -222,22 +222,36 @@ def test_missing_file(tmp_path):
         import_onnx(tmp_path)
 
 
-def test_unsupported_domain_names_every_node():
-    model = _model(
-        [
-            helper.make_node("FusedConv", ["x"], ["y"], name="fc", domain="com.microsoft"),
+def test_unknown_default_domain_ops_named_and_other_domains_generic():
+    """Unknown default-domain op types are refused at import, every node named; a node of
+    another domain imports as onnx.Custom and onnx-to-core's report names it."""
+    from mlconv.passes.onnx_to_core import check_legalizable
+
+    def model(*extra):
+        nodes = [
+            helper.make_node("FusedConv", ["x"], ["y"], name="fc", domain="com.microsoft", k=3),
             helper.make_node("Relu", ["y"], ["z"], name="r"),
-            helper.make_node("Frobnicate", ["z"], ["w"]),
-        ],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("w", TensorProto.FLOAT, [2])],
-    )
-    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+            *extra,
+        ]
+        last = nodes[-1].output[0]
+        proto = _model(
+            nodes,
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info(last, TensorProto.FLOAT, [2])],
+        )
+        proto.opset_import.append(helper.make_opsetid("com.microsoft", 2))
+        return proto
+
     with pytest.raises(FrontendError) as err:
-        import_onnx(model)
-    assert "com.microsoft.FusedConv (node 'fc')" in err.value.message
-    assert "Frobnicate (node 'Frobnicate_2')" in err.value.message
-    assert err.value.location == "fc"
+        import_onnx(model(helper.make_node("Frobnicate", ["z"], ["w"])))
+    assert err.value.message == "unsupported ONNX ops: Frobnicate (node 'Frobnicate_2')"
+    assert err.value.location == "Frobnicate_2"
+    module = import_onnx(model())
+    assert (
+        '"onnx.Custom"(%x) {domain = "com.microsoft", op_type = "FusedConv", version = 2 : i64, '
+        "attrs = {k = 3 : i64}}" in str(module)
+    )
+    assert check_legalizable(module) == ["onnx.com.microsoft.FusedConv-2 (1 node: fc)"]
 
 
 def test_sequence_and_string_values_are_errors():
