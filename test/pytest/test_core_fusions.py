@@ -178,7 +178,9 @@ def keras_saved_model(request, tmp_path_factory):
 def _keras_before_fuse(folder: str):
     from mlconv.frontends.tf_importer import import_tf
 
-    return numerics.apply_passes(import_tf(folder), f"tf-to-core,core-fold-constants,core-layout-nchw,{BEFORE_FUSE}")
+    return numerics.apply_passes(
+        import_tf(folder), f"tf-to-core,core-fold-constants,core-layout-nchw,{BEFORE_FUSE}"
+    )
 
 
 def test_keras_efficientnet_swish(keras_saved_model) -> None:
@@ -210,3 +212,52 @@ def test_keras_transformer_gelu_layer_norm(keras_saved_model) -> None:
     counts = op_counts(after)
     assert counts["core.MVN"] == 2 and counts["core.Gelu"] == 1, counts
     assert not counts["core.Erf"] and not counts["core.SquaredDifference"]
+    # The exact GELU: the tanh form would pass the comparisons here as well (within 1e-4).
+    (gelu,) = [op for op in after.walk() if op.name == "core.Gelu"]
+    assert gelu.attribute_values()["approximation_mode"] == "ERF"
+
+
+# --- torchvision, through torch.onnx (TorchScript, opset 17) ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def exported(request, tmp_path_factory):
+    pytest.importorskip("torchvision")
+    import exported_models
+
+    return exported_models.export_cache(request, tmp_path_factory)
+
+
+@pytest.mark.parametrize(
+    "name, fused",
+    [
+        # Every channel shuffle (view, transpose, view) of ShuffleNetV2.
+        ("shufflenet_v2", {"core.ShuffleChannels": 16}),
+        # torch's hardsigmoid (ONNX HardSigmoid, alpha 1/6) in every SE block; hardswish is
+        # ONNX's HardSwish, already core.HSwish.
+        ("mobilenet_v3_small", {"core.HSigmoid": 9, "core.HardSigmoid": 0, "core.HSwish": 19}),
+    ],
+)
+def test_torchvision_fusions(exported, name: str, fused: dict[str, int]) -> None:
+    import exported_models
+    import onnx
+
+    from mlconv.frontends.onnx_importer import import_onnx
+
+    folder = exported((name, "torchscript"))
+    proto = onnx.load(str(exported_models.model_file(folder, "torchscript")))
+    refs = exported_models.references(folder)
+    (image,), reference = refs[1]
+    shapes = f"{proto.graph.input[0].name}:{','.join(map(str, image.shape))}"
+    before = numerics.apply_passes(
+        import_onnx(proto),
+        f"onnx-normalize,onnx-decompose,onnx-to-core,core-infer-shapes{{input-shapes={shapes}}},"
+        "core-fold-constants{static-shape=true}",
+    )
+    after = numerics.apply_passes(before, "core-fuse")
+    counts = op_counts(after)
+    assert {op: counts[op] for op in fused} == fused
+    # The fused IR against PyTorch (the reference moves with the input: exported_models).
+    sensitivity.assert_input_sensitive(reference, refs[-1][1], rtol=RTOL_MODEL, what=name)
+    outputs = numerics.interpret(after, [image])
+    numerics.assert_scaled_close(outputs, [reference], RTOL_MODEL, f"{name} fused against torch")
