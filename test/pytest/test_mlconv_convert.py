@@ -226,6 +226,9 @@ def test_onnx_artifact_runs_without_the_source(onnx_artifact):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     assert manifest["inputs"] == [{"name": "x", "dtype": "float32", "shape": [2, 3, 16, 16]}]
     assert [f["name"] for f in manifest["functions"]] == ["tpu_function_0"]
+    # disable_default_optimizations: neither bfloat16 nor the IO shapes (both on by default)
+    assert manifest["bfloat16"] is False and manifest["io_shape_optimization"] is False
+    assert manifest["functions"][0]["inputs"] == [{"input": 0}]
     assert (out / "tpu" / "tpu_function_0.jaxexport").stat().st_size > 8 * 3 * 3 * 3 * 4
     assert "stablehlo" in (out / "tpu" / "tpu_function_0.mlir").read_text()
 
