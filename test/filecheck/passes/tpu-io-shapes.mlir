@@ -1,4 +1,4 @@
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-io-shapes)' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-io-shapes)' --split-input-file | mlconv-opt --split-input-file | filecheck %s
 
 // A 2x8x16 input (256 elements) crosses as 2x128 and a 2x5 result (10 elements) as 10: each is
 // reshaped on the host side, outside the region, and back inside it.
