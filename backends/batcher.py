@@ -309,7 +309,7 @@ class Batcher:
             with self._cond:
                 request.pending -= 1
                 finished = request.pending == 0
-            if finished:
+            if finished and not request.future.done():  # done: another piece failed
                 starts = sorted(request.parts)
                 result = [
                     np.concatenate([request.parts[s][i] for s in starts], axis=0)

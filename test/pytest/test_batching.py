@@ -7,6 +7,7 @@ one row; its reference is the artifact's own unbatched function, row by row, and
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -502,6 +503,13 @@ def test_mlconv_run_serve_batches_http_requests(artifact):
             ys = list(pool.map(post, xs))
         for x, y in zip(xs, ys, strict=True):
             np.testing.assert_allclose(y, onnxruntime(model, x), rtol=1e-5, atol=1e-5)
+        buffer = io.BytesIO()
+        np.savez(buffer, x=xs[0])
+        request = urllib.request.Request(
+            f"{url}/v1/predict", buffer.getvalue(), {"Content-Type": "application/x-npz"}
+        )
+        with np.load(io.BytesIO(urllib.request.urlopen(request, timeout=60).read())) as answer:
+            np.testing.assert_allclose(answer["y"], ys[0], rtol=1e-6, atol=1e-6)
         bad = urllib.request.Request(
             f"{url}/v1/predict", json.dumps({"inputs": {"x": [[1.0, 2.0]]}}).encode()
         )
