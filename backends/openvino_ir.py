@@ -375,9 +375,10 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
     return xml_path, bin_path
 
 
-# The core passes before writing, as ovc runs its own: types everywhere, OpenVINO's fused ops
+# The core passes before writing, as ovc runs its own: types everywhere, constant subgraphs
+# folded (a bias's Unsqueeze), OpenVINO's fused ops
 # (Swish, Gelu, MVN, ...), each op at the lowest opset that has what it uses.
-EXPORT_PASSES = ("core-infer-shapes", "core-fuse", "core-op-versions")
+EXPORT_PASSES = ("core-infer-shapes", "core-fold-constants", "core-fuse", "core-op-versions")
 
 
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
@@ -398,7 +399,7 @@ def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False)
 def _core_class(type_: str, version: str):
     from mlconv.backends.openvino_layers import OV_TYPES
 
-    reverse = {ov: core for core, ov in OV_TYPES.items()}
+    reverse = {ov: core for core, ov in OV_TYPES.items()} | {"SoftMax": "core.Softmax"}
     return OPS_BY_NAME.get(reverse.get(type_, f"core.{type_}"))
 
 

@@ -164,7 +164,8 @@ def layer(op: CoreOp, *, rename: dict[str, str] | None = None, drop: Sequence[st
         if value is None or key in drop or version < INTRODUCED.get((op.name, key), 0):
             continue
         data[rename.get(key, key)] = format_value(op.ATTRIBUTES[key], value)
-    return Layer(ov_type(op.name), f"opset{version}", data, list(op.operands), list(op.results))
+    type_ = "SoftMax" if (op.name, version) == ("core.Softmax", 1) else ov_type(op.name)
+    return Layer(type_, f"opset{version}", data, list(op.operands), list(op.results))
 
 
 def generic(op: CoreOp, w) -> Layer:

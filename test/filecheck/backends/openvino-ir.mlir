@@ -28,7 +28,7 @@
 // CHECK-NEXT:      <input>
 // CHECK:         <layer id="7" name="gelu" type="Gelu" version="opset2">
 // CHECK-NEXT:      <input>
-// CHECK:         <layer id="8" name="sm" type="Softmax" version="opset1">
+// CHECK:         <layer id="8" name="sm" type="SoftMax" version="opset1">
 // CHECK-NEXT:      <data axis="1" />
 // CHECK:         <layer id="9" name="y/sink_port_0" type="Result" version="opset1" output_names="y">
 // CHECK:       <edges>
