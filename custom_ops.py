@@ -24,6 +24,7 @@ core.Custom's semantics binds it, so `core-to-tpu` emits it as the `tpu.custom_c
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +65,20 @@ def register(
     if key in IMPLEMENTATIONS and not replace:
         raise ValueError(f"custom op {label(domain, op_type)} has an implementation already")
     IMPLEMENTATIONS[key] = Implementation(function, shapes, origin)
+    _forget_traces()
 
 
 def unregister(domain: str, op_type: str) -> None:
-    IMPLEMENTATIONS.pop((domain, op_type), None)
+    if IMPLEMENTATIONS.pop((domain, op_type), None) is not None:
+        _forget_traces()
+
+
+def _forget_traces() -> None:
+    """Traces of core.Custom hold the result shapes an implementation gave: drop the cached
+    traces of core semantics when the implementations change."""
+    semantics = sys.modules.get("mlconv.passes.core_semantics")
+    if semantics is not None:
+        semantics._trace_cached.cache_clear()
 
 
 def label(domain: str, op_type: str) -> str:

@@ -126,18 +126,24 @@ def test_ir_of_every_level_round_trips(registered):
     )
 
 
-def test_core_interpreter_and_folding_call_the_host(registered):
-    """Eagerly (the reference interpreter) the primitive calls the implementation at once."""
+def test_interpreters_call_the_host(registered):
+    """Eagerly (the core and tpu reference interpreters) the primitive calls the implementation
+    at once."""
     from mlconv.api import lower_to_core
     from mlconv.interpreters import run_module
 
     proto = model(0)
     module = lower_to_core(import_onnx(proto), allow_custom=True)
     x = np.random.default_rng(3).standard_normal((3, 6)).astype(np.float32)
-    y, indices = run_module(module, [x])
     expected_y, expected_indices = reference(proto, x, 0)
-    np.testing.assert_array_equal(indices, expected_indices)
-    np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
+    for level in ("core", "tpu"):
+        if level == "tpu":
+            from mlconv.api import lower_to_tpu
+
+            lower_to_tpu(module)
+        y, indices = run_module(module, [x])
+        np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
 
 
 def test_no_implementation_when_the_program_is_built():
