@@ -66,11 +66,19 @@ def bound_semantics(
         args = [next(it) if kind == "dynamic" else value for kind, value in layout]
         return semantics(*args, **attributes)
 
+    # What the bound function depends on besides the op kind, attributes and dynamic operand
+    # types: the static operands' values (the trace cache's key).
+    fn.static_key = tuple(  # type: ignore[attr-defined]
+        _array_key(value) if kind == "static" else kind
+        for kind, value in layout
+        if kind != "dynamic"
+    )
     return fn, dynamic
 
 
-def _as_list(result: Any) -> list[Any]:
-    return list(result) if isinstance(result, tuple | list) else [result]
+def _array_key(value: Any) -> tuple[Any, ...]:
+    array = np.asarray(value)
+    return (array.shape, array.dtype.str, array.tobytes())
 
 
 def _struct(tensor: Attribute, probe: int | None = None) -> jax.ShapeDtypeStruct:
@@ -138,7 +146,8 @@ def _infer_with(
         if not all(isinstance(t, TensorType) for t in dynamic_types):
             return None
         try:
-            out = _as_list(jax.eval_shape(fn, *[_struct(t, probe) for t in dynamic_types]))
+            structs = tuple(_struct(t, probe) for t in dynamic_types)
+            out = _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs).out_avals
         except Exception:
             if probe is None:
                 return None
@@ -209,14 +218,7 @@ def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] 
         fn, dynamic = bound_semantics(op, statics)
         dynamic_arrays = [values[v] for v in dynamic]
         structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic_arrays)
-        key = (
-            op.name,
-            str(op.attributes),
-            tuple((a.shape, a.dtype.str, a.tobytes()) for a in statics.values()),
-            structs,
-            "",
-        )
-        closed = _trace_cached(_Holder(key, fn), structs)
+        closed = _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs)
         return evaluate_jaxpr(closed, dynamic_arrays)
     except Exception:
         return None
@@ -332,7 +334,7 @@ def evaluate(op: CoreOp) -> list[np.ndarray] | None:
     return evaluate_jaxpr(closed_jaxpr, arrays)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def _trace_cached(fn_holder: _Holder, structs: tuple[jax.ShapeDtypeStruct, ...]) -> Any:
     return jax.make_jaxpr(fn_holder.fn)(*structs)
 
@@ -350,29 +352,26 @@ class _Holder:
         return isinstance(other, _Holder) and self.key == other.key
 
 
+def _trace_key(op: CoreOp, fn: Callable[..., Any], structs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a trace of `fn` (from `bound_semantics(op, ...)`) at `structs` depends on: the op
+    kind, its attributes, its static operands' values and the dynamic operand types. Shape
+    inference, folding and core-to-tpu share the traces through this key (an op traced to infer
+    its shapes is not traced again to lower it)."""
+    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text,
+    # and on the values of constant operands, which body ops may read as static operands
+    # (LinearAttention's Scan got another case's scale factor before this).
+    body: Any = ""
+    if op.regions:
+        constants = tuple(_array_key(a) for a in map(constant_value, op.operands) if a is not None)
+        body = (str(op), constants)
+    return (op.name, str(op.attributes), fn.static_key, structs, body)  # type: ignore[attr-defined]
+
+
 def trace(op: CoreOp) -> tuple[Any, list[SSAValue]]:
     """The op as a closed jaxpr over its dynamic operands (static shapes required)."""
     fn, dynamic = bound_semantics(op)
     structs = tuple(_struct(v.type) for v in dynamic)
-    statics = tuple(
-        (array.shape, array.dtype.str, array.tobytes())
-        for group, spec in zip(op.operand_groups(), op.OPERANDS, strict=True)
-        if spec.lstrip("*?") in op.STATIC_OPERANDS
-        for array in map(constant_value, group)
-    )
-    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text,
-    # and on the values of constant operands, which body ops may read as static operands
-    # (LinearAttention's Scan got another case's scale factor before this).
-    body = ""
-    if op.regions:
-        constants = tuple(
-            (a.shape, a.dtype.str, a.tobytes())
-            for a in map(constant_value, op.operands)
-            if a is not None
-        )
-        body = (str(op), constants)
-    key = (op.name, str(op.attributes), statics, structs, body)
-    return _trace_cached(_Holder(key, fn), structs), dynamic
+    return _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs), dynamic
 
 
 def static_types(values: Sequence[SSAValue]) -> bool:

@@ -1,0 +1,195 @@
+"""Compile time: mlconv.compile against OpenVINO's convert_model + compile_model, in one process.
+
+    python bench/compile_time.py [--models squeezenet,densenet121] [--rounds 3] [--breakdown]
+
+Models: the nine light ONNX models of the onnx wheel with seeded random weights (as
+bench/latency.py). For each model the two compilers run in `--rounds` interleaved rounds (the
+order alternates per round); each round starts cold: mlconv's trace cache and JAX's caches are
+cleared, so no round reuses an earlier round's work. Both sides include their first inference
+(XLA compiles on mlconv's first call). Reported: the median wall time and the median CPU time of
+the process (all threads, and children it waited for) of each side, and their ratios mlconv / OpenVINO. Timings on a shared
+machine swing, so compare only the ratios of one run.
+
+`--breakdown` adds, for the first round, where mlconv's time went: import, lowering to core,
+each stage of core-to-tpu-pipeline, XLA compile (as `mlconv-opt --timing` splits it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+
+
+def _latency_module():
+    """bench/latency.py, loaded by path (bench/ on sys.path would let bench/openvino.py shadow
+    the openvino package)."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        sys.path.pop(0)
+    spec = importlib.util.spec_from_file_location("bench_latency", os.path.join(here, "latency.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_latency = _latency_module()
+LIGHT, input_arrays, light_path, randomize = (
+    _latency.LIGHT,
+    _latency.input_arrays,
+    _latency.light_path,
+    _latency.randomize,
+)
+
+
+def cold() -> None:
+    """Forget what an earlier compile traced or compiled."""
+    import jax
+
+    from mlconv.passes import core_semantics
+
+    core_semantics._trace_cached.cache_clear()
+    jax.clear_caches()
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of its finished children."""
+    import resource
+
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(fn) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    fn()
+    return time.perf_counter() - wall, cpu_seconds() - cpu
+
+
+def compile_mlconv(path: str, inputs: dict[str, np.ndarray]) -> None:
+    import mlconv
+
+    run = mlconv.compile(path, device="cpu", quiet=True)
+    run(**inputs)
+
+
+def compile_openvino(path: str, inputs: dict[str, np.ndarray]) -> None:
+    import openvino
+
+    compiled = openvino.Core().compile_model(openvino.convert_model(path), "CPU")
+    compiled.create_infer_request().infer(list(inputs.values()))
+
+
+def breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, float, float]]:
+    """mlconv.compile's steps one by one (cold): (step, wall seconds, CPU seconds)."""
+    import jax
+
+    from mlconv.api import load_model, lower_to_core
+    from mlconv.backends.jax_backend import CompiledRegion, find_main, pick_device
+    from mlconv.dialects import make_context, tpu
+    from mlconv.passes.core_to_tpu import input_name
+    from mlconv.passes.pipelines import CoreToTpuPipeline
+
+    def input_names(main):
+        return [input_name(main, i) for i in range(len(main.body.block.args))]
+
+    cold()
+    steps = []
+    module = None
+
+    def step(name: str, fn) -> None:
+        wall, cpu = timed(fn)
+        steps.append((name, wall, cpu))
+
+    def load() -> None:
+        nonlocal module
+        module = load_model(path)
+
+    step("import", load)
+    step("lower to core", lambda: lower_to_core(module))
+    for stage in CoreToTpuPipeline(device="cpu").passes():
+        step(stage.name, lambda stage=stage: stage.apply(make_context(), module))
+    main = find_main(module)
+    (region_op,) = [op for op in main.body.block.ops if isinstance(op, tpu.RegionOp)]
+    region = CompiledRegion(region_op, pick_device("cpu"))
+    args = [inputs[name] for name in input_names(main)]
+    lowered = executable = None
+
+    def lower() -> None:
+        nonlocal lowered
+        lowered = region._jitted.lower(region.constants, *args)
+
+    def compile_() -> None:
+        nonlocal executable
+        executable = lowered.compile()
+
+    step("JAX trace + StableHLO", lower)
+    step("XLA compile", compile_)
+    step("first call", lambda: jax.block_until_ready(executable(region.constants, *args)))
+    return steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(LIGHT), help="light models, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--breakdown", action="store_true", help="mlconv's time per step")
+    args = parser.parse_args()
+
+    import jax  # noqa: F401 - both sides start with their modules imported
+    import openvino  # noqa: F401
+
+    import mlconv.api  # noqa: F401
+    import mlconv.backends.jax_backend  # noqa: F401
+
+    print(f"{args.rounds} interleaved cold rounds, median; wall and process CPU seconds")
+    print(
+        f"{'model':<16}{'ml wall':>9}{'ov wall':>9}{'ml/ov':>7}{'ml cpu':>9}{'ov cpu':>9}{'ml/ov':>7}"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name in [m for m in args.models.split(",") if m]:
+            path = os.path.join(folder, f"{name}.onnx")
+            onnx.save(randomize(onnx.load(light_path(name))), path)
+            inputs = input_arrays(onnx.load(path))
+            times: dict[str, list[tuple[float, float]]] = {"mlconv": [], "openvino": []}
+            for round_index in range(args.rounds):
+                order = ["mlconv", "openvino"][:: 1 if round_index % 2 == 0 else -1]
+                for key in order:
+                    cold()
+                    fn = compile_mlconv if key == "mlconv" else compile_openvino
+                    times[key].append(
+                        timed(lambda fn=fn, path=path, inputs=inputs: fn(path, inputs))
+                    )
+            ml_wall = statistics.median(t[0] for t in times["mlconv"])
+            ov_wall = statistics.median(t[0] for t in times["openvino"])
+            ml_cpu = statistics.median(t[1] for t in times["mlconv"])
+            ov_cpu = statistics.median(t[1] for t in times["openvino"])
+            rows.append((ml_wall / ov_wall, ml_cpu / ov_cpu))
+            print(
+                f"{name:<16}{ml_wall:>9.2f}{ov_wall:>9.2f}{ml_wall / ov_wall:>7.2f}"
+                f"{ml_cpu:>9.2f}{ov_cpu:>9.2f}{ml_cpu / ov_cpu:>7.2f}",
+                flush=True,
+            )
+            if args.breakdown:
+                for step, wall, cpu in breakdown(path, inputs):
+                    print(f"    {step:<26}{wall:>8.2f}{'':>16}{cpu:>9.2f}", flush=True)
+    if rows:
+        print(
+            f"{'median ratio':<16}{'':>18}{statistics.median(r[0] for r in rows):>7.2f}"
+            f"{'':>18}{statistics.median(r[1] for r in rows):>7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
