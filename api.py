@@ -20,14 +20,6 @@ from xdsl.dialects.builtin import ModuleOp
 
 from mlconv.errors import FrontendError, OptionError
 
-# Framework dialect -> the pass that lowers it to core.
-TO_CORE = {"onnx": "onnx-to-core", "tf": "tf-to-core", "tflite": "tflite-to-core"}
-# Framework dialect -> core passes run right after its lowering (NHWC sources sink the
-# layout transposes their lowering inserts).
-AFTER_CORE: dict[str, tuple[str, ...]] = {"tf": ("core-layout-nchw",)}
-# Framework dialect -> its front phase, run before the lowering to core.
-FRONT_PHASE = {"onnx": ("onnx-normalize", "onnx-decompose")}
-
 
 def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
     """Import `model` into its framework dialect (or parse it, for .mlir)."""
@@ -93,26 +85,20 @@ def format_input_shapes(shapes: str | Mapping[str, Sequence[int | None]] | None)
 
 
 def framework_dialects(module: ModuleOp) -> list[str]:
+    from mlconv.passes.pipelines import FRONTENDS
+
     found = {op.name.split(".", 1)[0] for op in module.walk()}
-    return [dialect for dialect in TO_CORE if dialect in found]
+    return [dialect for dialect in FRONTENDS if dialect in found]
 
 
 def lower_to_core(module: ModuleOp, allow_custom: bool = False) -> ModuleOp:
-    """Lower every framework dialect of the module to core, in place (`allow_custom`: an op
-    without a lowering becomes core.Custom, run by its registered host implementation)."""
-    from mlconv.dialects import make_context
-    from mlconv.passes import get_pass
+    """Lower every framework dialect of the module to core, in place, by the passes
+    `passes.pipelines.to_core_passes` names for it (`allow_custom`: an op without a lowering
+    becomes core.Custom, run by its registered host implementation)."""
+    from mlconv.passes.pipelines import run_passes, to_core_passes
 
-    ctx = make_context()
     for dialect in framework_dialects(module):
-        for front in FRONT_PHASE.get(dialect, ()):
-            get_pass(front)().apply(ctx, module)
-        pass_class = get_pass(TO_CORE[dialect])
-        if pass_class is None:
-            raise OptionError(f"no {TO_CORE[dialect]} lowering is available")
-        (pass_class(allow_custom=True) if allow_custom else pass_class()).apply(ctx, module)
-        for name in AFTER_CORE.get(dialect, ()):
-            get_pass(name)().apply(ctx, module)
+        run_passes(to_core_passes(dialect, allow_custom), module)
     return module
 
 
@@ -160,7 +146,6 @@ def compile(  # noqa: A001 - the API the design names
         needs_specialization,
     )
     from mlconv.dialects import make_context
-    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
     if isinstance(model, str | os.PathLike) and is_artifact(model):
@@ -177,12 +162,15 @@ def compile(  # noqa: A001 - the API the design names
     with PassProgress(None, "mlconv.compile", quiet) as progress:
         with progress.step("lower to core"):
             lower_to_core(module, allow_custom)
-        with progress.step("core-infer-shapes"):
-            CoreInferShapesPass(input_shapes=format_input_shapes(input_shapes)).apply(
-                make_context(), module
-            )
+        pipeline = CoreToTpuPipeline(
+            input_shapes=format_input_shapes(input_shapes),
+            device=target_device(device) if backend == "jax" else "",
+        )
+        inference, *stages = pipeline.passes()
+        with progress.step(inference.name):
+            inference.apply(make_context(), module)
         if backend == "jax" and not needs_specialization(module):
-            for stage in CoreToTpuPipeline(device=target_device(device)).passes():
+            for stage in stages:
                 with progress.step(stage.name):
                     stage.apply(make_context(), module)
             return compile_module(module, device)
@@ -199,20 +187,15 @@ def compile(  # noqa: A001 - the API the design names
 
 def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:
     """The passes `compile` runs, each checked by `mlconv.tools.check_numerics`."""
-    from mlconv.passes import get_pass
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
+    from mlconv.passes.pipelines import CoreToTpuPipeline, target_device, to_core_passes
     from mlconv.tools.check_numerics import NumericsDivergence, check_numerics
     from mlconv.tools.compare_source import _main_inputs
 
     if not input_shapes:
         input_shapes = {name: shape for name, shape, _ in _main_inputs(module)}
     shapes = format_input_shapes(input_shapes)
-    passes = [
-        get_pass(name)()
-        for dialect in framework_dialects(module)
-        for name in (*FRONT_PHASE.get(dialect, ()), TO_CORE[dialect], *AFTER_CORE.get(dialect, ()))
-    ]
+    passes = [stage for dialect in framework_dialects(module) for stage in to_core_passes(dialect)]
     passes += [
         CoreInferShapesPass(input_shapes=shapes),
         CoreToTpuPipeline(device=target_device(device)),

@@ -240,19 +240,14 @@ def write_tflite(module: ModuleOp, path: str | os.PathLike) -> None:
 
 def export_tflite(module: ModuleOp, out_path: str | os.PathLike) -> None:
     """Write a core- or tflite-dialect module as a .tflite file: core ops are lowered first
-    (core-infer-shapes, core-fold-constants, core-to-tflite), then every op gets the minimum
-    version it needs (tflite-op-versions)."""
+    (core-to-tflite-pipeline: core-infer-shapes, core-fold-constants, core-to-tflite), then
+    every op gets the minimum version it needs (tflite-op-versions)."""
     from mlconv.dialects import make_context
+    from mlconv.passes.pipelines import CoreToTflitePipeline
     from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass
 
-    ctx = make_context()
     if any(op.name.startswith("core.") for op in module.walk()):
-        from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
-        from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-        from mlconv.passes.core_to_tflite import CoreToTflitePass
-
-        CoreInferShapesPass().apply(ctx, module)
-        CoreFoldConstantsPass().apply(ctx, module)
-        CoreToTflitePass().apply(ctx, module)
-    TfliteOpVersionsPass().apply(ctx, module)
+        CoreToTflitePipeline().apply(make_context(), module)
+    else:
+        TfliteOpVersionsPass().apply(make_context(), module)
     write_tflite(module, out_path)

@@ -34,6 +34,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "core-fold-constants": _ours("core_fold_constants", "CoreFoldConstantsPass"),
     "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
     "core-fuse": _ours("core_fuse", "CoreFusePass"),
+    "core-quantize": _ours("core_quantize", "CoreQuantizePass"),
     "core-op-versions": _ours("core_op_versions", "CoreOpVersionsPass"),
     "tpu-bf16": _ours("tpu_bf16", "TpuBf16Pass"),
     # tpu
@@ -41,6 +42,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
     "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
     "tpu-batch": _ours("tpu_batch", "TpuBatchPass"),
+    "tpu-quantize": _ours("tpu_quantize", "TpuQuantizePass"),
     "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),
     "tpu-report": _ours("tpu_report", "TpuReportPass"),
     # tf
@@ -55,7 +57,10 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {
     "onnx-to-tpu": _ours("pipelines", "OnnxToTpuPipeline"),
+    "tf-to-tpu": _ours("pipelines", "TfToTpuPipeline"),
+    "tflite-to-tpu": _ours("pipelines", "TfliteToTpuPipeline"),
     "core-to-tpu-pipeline": _ours("pipelines", "CoreToTpuPipeline"),
+    "core-to-tflite-pipeline": _ours("pipelines", "CoreToTflitePipeline"),
 }
 
 

@@ -16,8 +16,9 @@ an NHWC CNN keeps one Transpose at its input (and one at an NHWC output):
 - Softmax/LogSoftmax axis, Concat axis, Pad pads, SpaceToBatch/BatchToSpace blocks (batch
   dim fixed), Reshape that only drops unit dims.
 
-Nothing is fused here. Constants are folded first (core-fold-constants), so the broadcast
-operands of a decomposed batch norm are plain constants, and dead ops are removed last.
+Nothing is fused here. Run core-fold-constants first (the tf-to-tpu pipeline does), so the
+broadcast operands of a decomposed batch norm are plain constants; dead ops are removed last.
+A pass never runs another pass inside itself.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_tf as ctf
 from mlconv.dialects.core_base import CoreOp, constant_value
-from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
 from mlconv.passes.lowering.builder import Builder
 
 Perm = tuple[int, ...]
@@ -366,7 +366,6 @@ class CoreLayoutNchwPass(ModulePass):
     name = "core-layout-nchw"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        CoreFoldConstantsPass().apply(ctx, op)
         PatternRewriteWalker(
             GreedyRewritePatternApplier([FoldTranspose(), SinkTranspose()]),
             apply_recursively=True,

@@ -160,7 +160,7 @@ class _Lowering:
 def lowering(*names: str) -> Callable[[Pattern], Pattern]:
     """Register a pattern `(lo: _Lowering, op) -> None` for core ops (`core.Add`, ...) in the
     lowering registry's "tflite" table; a name registered twice is an error."""
-    return _lowering("core", [n.removeprefix("core.") for n in names], target="tflite")
+    return _lowering("core", names, target="tflite")
 
 
 def _padding(

@@ -140,16 +140,18 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
 
 def dry_run(module: ModuleOp) -> list[MlconvError]:
     """Every error lowering `module` (any framework dialect, or core) to tpu ops would meet."""
-    from mlconv.api import AFTER_CORE, FRONT_PHASE, framework_dialects
+    from mlconv.api import framework_dialects
     from mlconv.dialects import make_context
     from mlconv.passes import get_pass
+    from mlconv.passes.pipelines import FRONTENDS
 
     ctx = make_context()
     module = module.clone()
     failures: list[MlconvError] = []
     for dialect in framework_dialects(module):
+        front_phase, _, after_core = FRONTENDS[dialect]
         try:
-            for front in FRONT_PHASE.get(dialect, ()):
+            for front in front_phase:
                 get_pass(front)().apply(ctx, module)
         except MlconvError as error:
             return [error]
@@ -158,7 +160,7 @@ def dry_run(module: ModuleOp) -> list[MlconvError]:
             continue
         _update_signatures(module)
         try:
-            for name in AFTER_CORE.get(dialect, ()):
+            for name in after_core:
                 get_pass(name)().apply(ctx, module)
         except MlconvError as error:
             failures.append(error)

@@ -92,12 +92,7 @@ class OnnxToCorePass(ModulePass):
     allow_custom: bool = False  # an op without a lowering becomes core.Custom
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.allow_custom:
-            from mlconv.passes.lowering.custom import custom_fallback
-
-            lower(op, self.allow_partial, fallback=custom_fallback)
-            return
-        lower(op, self.allow_partial)
+        lower(op, self.allow_partial, **driver.custom_options(self.allow_custom))
 
 
 __all__ = ["OnnxToCorePass", "check_legalizable", "unsupported"]

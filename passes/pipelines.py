@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from mlconv.errors import OptionError
 from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
 from mlconv.passes.core_fuse import CoreFusePass
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
@@ -50,8 +52,12 @@ class CoreToTpuPipeline(ModulePass):
     device: str = ""
 
     def passes(self) -> list[ModulePass]:
+        return [CoreInferShapesPass(input_shapes=self.input_shapes), *self.after_inference()]
+
+    def after_inference(self) -> list[ModulePass]:
+        """The stages after core-infer-shapes, for callers that ran it themselves (to decide
+        whether the module needs specializing) so it runs once."""
         stages: list[ModulePass] = [
-            CoreInferShapesPass(input_shapes=self.input_shapes),
             CoreFoldConstantsPass(static_shape=True),
             CoreFusePass(),
             CoreToTpuPass(),
@@ -65,27 +71,98 @@ class CoreToTpuPipeline(ModulePass):
             stage.apply(ctx, op)
 
 
-@dataclass(frozen=True)
-class OnnxToTpuPipeline(ModulePass):
-    """An ONNX model all the way to tpu ops: the front phase (onnx-normalize, onnx-decompose),
-    onnx-to-core, then core-to-tpu-pipeline."""
+# Framework dialect -> its front phase, its lowering to core, and the core passes right after
+# it (NHWC sources fold their weights' transposes and sink the layout transposes).
+FRONTENDS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
+    "onnx": (("onnx-normalize", "onnx-decompose"), "onnx-to-core", ()),
+    "tf": ((), "tf-to-core", ("core-fold-constants", "core-layout-nchw")),
+    "tflite": ((), "tflite-to-core", ()),
+}
 
-    name = "onnx-to-tpu"
+
+def to_core_passes(dialect: str, allow_custom: bool = False) -> list[ModulePass]:
+    """The passes taking framework `dialect` to core (`allow_custom`: ops nobody lowers
+    become core.Custom)."""
+    from mlconv.passes import get_pass
+
+    front, lowering, after = FRONTENDS[dialect]
+    to_core = get_pass(lowering)
+    if to_core is None:
+        raise OptionError(f"no {lowering} lowering is available")
+    return [
+        *(get_pass(name)() for name in front),
+        to_core(allow_custom=True) if allow_custom else to_core(),
+        *(get_pass(name)() for name in after),
+    ]
+
+
+def run_passes(passes: list[ModulePass], module: ModuleOp, ctx: Context | None = None) -> None:
+    from mlconv.dialects import make_context
+
+    ctx = ctx or make_context()
+    for stage in passes:
+        stage.apply(ctx, module)
+
+
+@dataclass(frozen=True)
+class _FrameworkToTpu(ModulePass):
+    DIALECT: ClassVar[str] = ""
     input_shapes: str = ""
 
     def passes(self) -> list[ModulePass]:
         """The stages, for tools that run them one by one (--timing, --check-numerics)."""
-        from mlconv.passes.onnx_decompose import OnnxDecomposePass
-        from mlconv.passes.onnx_normalize import OnnxNormalizePass
-        from mlconv.passes.onnx_to_core import OnnxToCorePass
-
         return [
-            OnnxNormalizePass(),
-            OnnxDecomposePass(),
-            OnnxToCorePass(),
+            *to_core_passes(self.DIALECT),
             *CoreToTpuPipeline(input_shapes=self.input_shapes).passes(),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for stage in self.passes():
-            stage.apply(ctx, op)
+        run_passes(self.passes(), op, ctx)
+
+
+@dataclass(frozen=True)
+class OnnxToTpuPipeline(_FrameworkToTpu):
+    """An ONNX model all the way to tpu ops: the front phase (onnx-normalize, onnx-decompose),
+    onnx-to-core, then core-to-tpu-pipeline."""
+
+    name = "onnx-to-tpu"
+    DIALECT: ClassVar[str] = "onnx"
+
+
+@dataclass(frozen=True)
+class TfToTpuPipeline(_FrameworkToTpu):
+    """A TF SavedModel's graph all the way to tpu ops: tf-to-core, core-fold-constants,
+    core-layout-nchw, then core-to-tpu-pipeline."""
+
+    name = "tf-to-tpu"
+    DIALECT: ClassVar[str] = "tf"
+
+
+@dataclass(frozen=True)
+class TfliteToTpuPipeline(_FrameworkToTpu):
+    """A .tflite model all the way to tpu ops: tflite-to-core, then core-to-tpu-pipeline."""
+
+    name = "tflite-to-tpu"
+    DIALECT: ClassVar[str] = "tflite"
+
+
+@dataclass(frozen=True)
+class CoreToTflitePipeline(ModulePass):
+    """Core ops to TFLite builtins at the versions they need: core-infer-shapes,
+    core-fold-constants, core-to-tflite, tflite-op-versions (what `export_tflite` runs)."""
+
+    name = "core-to-tflite-pipeline"
+
+    def passes(self) -> list[ModulePass]:
+        from mlconv.passes.core_to_tflite import CoreToTflitePass
+        from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass
+
+        return [
+            CoreInferShapesPass(),
+            CoreFoldConstantsPass(),
+            CoreToTflitePass(),
+            TfliteOpVersionsPass(),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        run_passes(self.passes(), op, ctx)

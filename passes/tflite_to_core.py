@@ -135,12 +135,7 @@ class TfliteToCorePass(ModulePass):
     allow_custom: bool = False  # an op without a lowering becomes core.Custom
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.allow_custom:
-            from mlconv.passes.lowering.custom import custom_fallback
-
-            lower(op, self.keep_dynamic, fallback=custom_fallback)
-            return
-        lower(op, self.keep_dynamic)
+        lower(op, self.keep_dynamic, **driver.custom_options(self.allow_custom))
 
 
 __all__ = ["TfliteToCorePass", "unsupported"]

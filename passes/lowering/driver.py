@@ -90,6 +90,16 @@ def check(
         raise PassFailure(report(missing, dialect, target, context))
 
 
+def custom_options(allow_custom: bool) -> dict[str, Any]:
+    """The driver options of a pass's `allow-custom` flag: ops nobody lowers become
+    core.Custom (`lowering.custom.custom_fallback`)."""
+    if not allow_custom:
+        return {}
+    from mlconv.passes.lowering.custom import custom_fallback
+
+    return {"fallback": custom_fallback}
+
+
 def lower_ops(
     ops: Sequence[Operation],
     dialect: str,

@@ -3,7 +3,8 @@
 A pattern is keyed by (source dialect, op name, since-version) inside one table per conversion
 target: "core" for onnx/tf/tflite -> core, "tflite" for core -> TFLite builtins, "openvino" for
 core -> OpenVINO IR layers. Frameworks without op versions (TF, TFLite, core) register with no
-version, which is the key `None`: a pattern for every version of the op.
+version, which is the key `None`: a pattern for every version of the op. Op names are keyed
+without their dialect prefix (`"core.Add"` and `"Add"` name the same entry).
 
     @lowering("onnx", "Relu", 1, 6, 13, 14)
     def relu(op, b):
@@ -43,6 +44,7 @@ def register(
     """Register `pattern` for `dialect.op_name` at since-version `version` (None: every
     version). A key registered twice is a ValueError."""
     table = TABLES.setdefault(target, {})
+    op_name = _bare(dialect, op_name)
     key = (dialect, op_name, version)
     if key in table:
         label = f"{dialect}.{op_name}" + (f"-{version}" if version is not None else "")
@@ -90,6 +92,7 @@ def lookup(dialect: str, op_name: str, version: int | None, target: str = "core"
     registered without a version serves every version."""
     load(dialect, target)
     table = TABLES.get(target, {})
+    op_name = _bare(dialect, op_name)
     found = table.get((dialect, op_name, version))
     if found is None and version is not None:
         found = table.get((dialect, op_name, None))
@@ -108,4 +111,9 @@ def patterns(dialect: str, target: str = "core") -> dict[tuple[str, int | None],
 
 def unregister(dialect: str, op_name: str, version: int | None, target: str = "core") -> None:
     """Remove one entry (tests and plugin unloading)."""
-    TABLES.get(target, {}).pop((dialect, op_name, version), None)
+    TABLES.get(target, {}).pop((dialect, _bare(dialect, op_name), version), None)
+
+
+def _bare(dialect: str, op_name: str) -> str:
+    """Op names are keyed without their dialect: `core.Add` and `Add` are one key."""
+    return op_name.removeprefix(f"{dialect}.")

@@ -114,6 +114,10 @@ def test_registering_a_key_twice_is_an_error():
     assert ("Conv2D", None) in lowering.patterns("tf")
     assert ("CONV_2D", None) in lowering.patterns("tflite")
     assert ("Convolution", None) in lowering.patterns("core", target="tflite")
+    # An op name with its dialect prefix names the same entry.
+    assert lowering.lookup("core", "core.Convolution", None, target="tflite") is (
+        lowering.lookup("core", "Convolution", None, target="tflite")
+    )
     with pytest.raises(ValueError, match="two lowerings to core for onnx.Relu-14"):
         lowering.lowering("onnx", "Relu", 14)(first)
 

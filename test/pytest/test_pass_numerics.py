@@ -460,7 +460,10 @@ def tf_core(folder: str):
         from mlconv.frontends.tf_importer import import_tf
 
         core = numerics.apply_passes(import_tf(folder), "tf-to-core")
-        _TF_STAGES[folder] = (core, numerics.apply_passes(core, "core-layout-nchw"))
+        _TF_STAGES[folder] = (
+            core,
+            numerics.apply_passes(core, "core-fold-constants,core-layout-nchw"),
+        )
     return _TF_STAGES[folder]
 
 

@@ -84,13 +84,9 @@ def run_default_pipeline(module: ModuleOp) -> None:
 
 
 def default_passes(dialect: str, input_shapes: str):
-    from mlconv.api import AFTER_CORE, FRONT_PHASE, TO_CORE
-    from mlconv.passes import get_pass
-    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.pipelines import CoreToTpuPipeline, to_core_passes
 
-    names = [*FRONT_PHASE.get(dialect, ()), TO_CORE[dialect], *AFTER_CORE.get(dialect, ())]
-    passes = [get_pass(name)() for name in names]
-    return passes + CoreToTpuPipeline(input_shapes=input_shapes).passes()
+    return to_core_passes(dialect) + CoreToTpuPipeline(input_shapes=input_shapes).passes()
 
 
 def batch_one(module: ModuleOp) -> str:

@@ -1,4 +1,4 @@
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(core-layout-nchw)' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(core-fold-constants,core-layout-nchw)' --split-input-file | filecheck %s
 
 // An NHWC conv-bn-relu-pool graph as tf-to-core writes it: a Transpose pair around each
 // NCHW op. Only the input's Transpose stays; the batch-norm constants are permuted to
