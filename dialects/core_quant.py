@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 from jax import lax
+from xdsl.utils.exceptions import VerifyException
 
-from mlconv.dialects.core_base import BOOL, INT, TYPE, CoreOp, core_op
+from mlconv.dialects.core_base import BOOL, INT, STR, TYPE, CoreOp, core_op
 
 # Float storage types whose out-of-range values `saturate` clamps to the largest finite value.
 _FLOAT8 = tuple(
@@ -179,4 +180,43 @@ class CumProdOp(CoreOp):
         return jnp.flip(total, axis) if reverse else total
 
 
-OPS: list[type[CoreOp]] = [QuantizeLinearOp, DequantizeLinearOp, BitCastOp, CumProdOp]
+@core_op(
+    operands=("data", "input_low", "input_high", "output_low", "output_high"),
+    attributes={"levels": INT, "auto_broadcast": (STR, "numpy")},
+)
+class FakeQuantizeOp(CoreOp):
+    """Quantize and dequantize in one op, result in the input's float type (OpenVINO opset1
+    FakeQuantize): x <= min(input_low, input_high) gives output_low, x > max(...) output_high,
+    else round((x - il) / (ih - il) * (levels - 1)) / (levels - 1) * (oh - ol) + ol, the ranges
+    broadcast numpy-style. The form quantized models take in core (`core-quantize`): 256 levels
+    on activations, 255 symmetric levels per output channel on weights. Its semantics binds one
+    jax primitive (`mlconv.fake_quant`), so it reaches the tpu level as `tpu.fake_quantize`,
+    where `tpu-quantize` lowers it to integers. Example:
+
+        %y = "core.FakeQuantize"(%x, %il, %ih, %ol, %oh) {levels = 256 : i64}
+               : (tensor<1x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+               -> tensor<1x8xf32>
+    """
+
+    name = "core.FakeQuantize"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(data, input_low, input_high, output_low, output_high, *, levels, auto_broadcast):
+        from mlconv.fake_quant import fake_quantize
+
+        return fake_quantize(data, input_low, input_high, output_low, output_high, levels=levels)
+
+    def verify_semantics(self) -> None:
+        levels = self.attribute_values()["levels"]
+        if levels < 2:
+            raise VerifyException(f"levels must be at least 2, got {levels}")
+
+
+OPS: list[type[CoreOp]] = [
+    QuantizeLinearOp,
+    DequantizeLinearOp,
+    BitCastOp,
+    CumProdOp,
+    FakeQuantizeOp,
+]

@@ -481,6 +481,10 @@ def primitive(name: str) -> Any:
         from mlconv.custom_ops import custom_call_p
 
         return custom_call_p
+    if name == FakeQuantizeOp.PRIMITIVE:
+        from mlconv.fake_quant import fake_quantize_p
+
+        return fake_quantize_p
     return _primitives()[name]
 
 
@@ -530,6 +534,26 @@ class CustomCallOp(PrimitiveOp):
 
 PRIMITIVE_OPS[CustomCallOp.PRIMITIVE] = CustomCallOp
 
+
+@irdl_op_definition
+class FakeQuantizeOp(PrimitiveOp):
+    """core.FakeQuantize lowered (`mlconv.fake_quant`'s primitive): OpenVINO's FakeQuantize on
+    `x` with operands input_low, input_high, output_low, output_high and the `levels`
+    parameter; `tpu-quantize` lowers it, with the dot or convolution it feeds, to integers.
+
+        %y = "tpu.fake_quantize"(%x, %il, %ih, %ol, %oh) {levels = 256 : i64}
+               : (tensor<1x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+               -> tensor<1x8xf32>
+    """
+
+    name = "tpu.fake_quantize"
+    PRIMITIVE: ClassVar[str] = "mlconv_fake_quantize"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+
+
+PRIMITIVE_OPS[FakeQuantizeOp.PRIMITIVE] = FakeQuantizeOp
+
 TPU = Dialect(
     "tpu",
     [ConstantOp, YieldOp, RegionOp, BatchOp, *CONTROL_OPS.values(), *PRIMITIVE_OPS.values()],
@@ -542,6 +566,7 @@ __all__ = [
     "PRIMITIVE_OPS",
     "CondOp",
     "CustomCallOp",
+    "FakeQuantizeOp",
     "ScanOp",
     "WhileOp",
     "TPU",

@@ -141,6 +141,12 @@ def validate(options, source: str = "converter options") -> None:
         problems += [
             f"xla_sharding_options.{p}" for p in _sharding_problems(options.xla_sharding_options)
         ]
+    quantization = quantization_options(options)
+    if quantization is not None:
+        problems += [
+            f"external_feature_configs.quantization_options.{p}"
+            for p in _quantization_problems(quantization)
+        ]
     seen: dict[tuple[str, object], int] = {}
     for index, function in enumerate(options.tpu_functions):
         kind = function.WhichOneof("name")
@@ -188,6 +194,41 @@ def _batch_problems(batch) -> list[str]:
     return problems
 
 
+def quantization_options(options):
+    """The `external_feature_configs.quantization_options` block (mlconv's extension), or None."""
+    if not options.HasField("external_feature_configs"):
+        return None
+    configs = options.external_feature_configs
+    return configs.quantization_options if configs.HasField("quantization_options") else None
+
+
+def quantization_method(quantization) -> str:
+    """STATIC_RANGE, DYNAMIC_RANGE or WEIGHT_ONLY (unspecified: STATIC_RANGE)."""
+    name = schema().QuantizationOptions.Method.Name(quantization.quantization_method)
+    return "STATIC_RANGE" if name == "METHOD_UNSPECIFIED" else name
+
+
+def _quantization_problems(quantization) -> list[str]:
+    problems = []
+    keys = list(quantization.signature_keys) or ["serving_default"]
+    datasets = quantization.representative_datasets
+    for key, dataset in datasets.items():
+        if dataset.WhichOneof("dataset_file") is None:
+            problems.append(
+                f"representative_datasets[{key!r}]: give tfrecord_file_path or npz_file_path"
+            )
+    if quantization_method(quantization) == "STATIC_RANGE":
+        missing = [k for k in keys if k not in datasets]
+        if missing:
+            problems.append(
+                f"representative_datasets: static-range quantization needs a representative "
+                f"dataset for signature {missing[0]!r}"
+            )
+    if quantization.num_calibration_samples < 0:
+        problems.append("num_calibration_samples: must not be negative")
+    return problems
+
+
 def _batch_component(batch) -> tuple[str, str]:
     kind = (
         batch.experimental.WhichOneof("batch_component") if batch.HasField("experimental") else None
@@ -229,6 +270,7 @@ class ConversionSettings:
     bfloat16_filterlist: tuple[str, ...] = ()
     bfloat16_skip_safety_checks: bool = False
     sharding: object | None = None
+    quantization: object | None = None
 
     @classmethod
     def from_options(cls, options) -> ConversionSettings:
@@ -252,6 +294,7 @@ class ConversionSettings:
             sharding=options.xla_sharding_options
             if options.HasField("xla_sharding_options")
             else None,
+            quantization=quantization_options(options),
         )
 
 

@@ -24,27 +24,41 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63onverter_options.proto\x12\x10mlconv.converter\"\x88\x04\n\x10\x43onverterOptions\x12\x34\n\rtpu_functions\x18\x01 \x03(\x0b\x32\x1d.mlconv.converter.TpuFunction\x12\x35\n\rbatch_options\x18\x64 \x03(\x0b\x32\x1e.mlconv.converter.BatchOptions\x12&\n\x1d\x64isable_default_optimizations\x18\xca\x01 \x01(\x08\x12H\n\x15io_shape_optimization\x18\xc8\x01 \x01(\x0e\x32(.mlconv.converter.ConverterOptions.State\x12H\n\x15\x62\x66loat16_optimization\x18\xc9\x01 \x01(\x0e\x32(.mlconv.converter.ConverterOptions.State\x12U\n\x1d\x62\x66loat16_optimization_options\x18\xcb\x01 \x01(\x0b\x32-.mlconv.converter.BFloat16OptimizationOptions\x12\x43\n\x14xla_sharding_options\x18\xcc\x01 \x01(\x0b\x32$.mlconv.converter.XlaShardingOptions\"/\n\x05State\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x0b\n\x07\x45NABLED\x10\x01\x12\x0c\n\x08\x44ISABLED\x10\x02\"\x8c\x01\n\x0bTpuFunction\x12\x18\n\x0e\x66unction_alias\x18\x01 \x01(\tH\x00\x12 \n\x16\x63oncrete_function_name\x18\x03 \x01(\tH\x00\x12\x18\n\x0esignature_name\x18\x05 \x01(\tH\x00\x12\x1f\n\x15jit_compile_functions\x18\x04 \x01(\x08H\x00\x42\x06\n\x04name\"\xfd\x02\n\x0c\x42\x61tchOptions\x12\x19\n\x11num_batch_threads\x18\x01 \x01(\x05\x12\x16\n\x0emax_batch_size\x18\x02 \x01(\x05\x12\x1c\n\x14\x62\x61tch_timeout_micros\x18\x03 \x01(\x05\x12\x1b\n\x13\x61llowed_batch_sizes\x18\x04 \x03(\x05\x12\x1c\n\x14max_enqueued_batches\x18\x05 \x01(\x05\x12%\n\x1d\x64isable_large_batch_splitting\x18\x06 \x01(\x08\x12\x41\n\x0c\x65xperimental\x18\x07 \x01(\x0b\x32+.mlconv.converter.BatchOptions.Experimental\x1aw\n\x0c\x45xperimental\x12\x18\n\x0e\x66unction_alias\x18\x01 \x01(\tH\x00\x12 \n\x16\x63oncrete_function_name\x18\x02 \x01(\tH\x00\x12\x18\n\x0esignature_name\x18\x03 \x01(\tH\x00\x42\x11\n\x0f\x62\x61tch_component\"\xb9\x01\n\x1b\x42\x46loat16OptimizationOptions\x12\x42\n\x05scope\x18\x01 \x01(\x0e\x32\x33.mlconv.converter.BFloat16OptimizationOptions.Scope\x12\x1a\n\x12skip_safety_checks\x18\x02 \x01(\x08\x12\x12\n\nfilterlist\x18\x03 \x03(\t\"&\n\x05Scope\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x07\n\x03TPU\x10\x01\x12\x07\n\x03\x41LL\x10\x02\"`\n\x12XlaShardingOptions\x12\x1d\n\x15num_cores_per_replica\x18\x01 \x01(\x05\x12\x19\n\x11\x64\x65vice_assignment\x18\x02 \x03(\x05\x12\x10\n\x08topology\x18\x03 \x01(\x0c\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63onverter_options.proto\x12\x10mlconv.converter\"\xd5\x04\n\x10\x43onverterOptions\x12\x34\n\rtpu_functions\x18\x01 \x03(\x0b\x32\x1d.mlconv.converter.TpuFunction\x12\x35\n\rbatch_options\x18\x64 \x03(\x0b\x32\x1e.mlconv.converter.BatchOptions\x12&\n\x1d\x64isable_default_optimizations\x18\xca\x01 \x01(\x08\x12H\n\x15io_shape_optimization\x18\xc8\x01 \x01(\x0e\x32(.mlconv.converter.ConverterOptions.State\x12H\n\x15\x62\x66loat16_optimization\x18\xc9\x01 \x01(\x0e\x32(.mlconv.converter.ConverterOptions.State\x12U\n\x1d\x62\x66loat16_optimization_options\x18\xcb\x01 \x01(\x0b\x32-.mlconv.converter.BFloat16OptimizationOptions\x12\x43\n\x14xla_sharding_options\x18\xcc\x01 \x01(\x0b\x32$.mlconv.converter.XlaShardingOptions\x12K\n\x18\x65xternal_feature_configs\x18\xac\x02 \x01(\x0b\x32(.mlconv.converter.ExternalFeatureConfigs\"/\n\x05State\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x0b\n\x07\x45NABLED\x10\x01\x12\x0c\n\x08\x44ISABLED\x10\x02\"\x8c\x01\n\x0bTpuFunction\x12\x18\n\x0e\x66unction_alias\x18\x01 \x01(\tH\x00\x12 \n\x16\x63oncrete_function_name\x18\x03 \x01(\tH\x00\x12\x18\n\x0esignature_name\x18\x05 \x01(\tH\x00\x12\x1f\n\x15jit_compile_functions\x18\x04 \x01(\x08H\x00\x42\x06\n\x04name\"\xfd\x02\n\x0c\x42\x61tchOptions\x12\x19\n\x11num_batch_threads\x18\x01 \x01(\x05\x12\x16\n\x0emax_batch_size\x18\x02 \x01(\x05\x12\x1c\n\x14\x62\x61tch_timeout_micros\x18\x03 \x01(\x05\x12\x1b\n\x13\x61llowed_batch_sizes\x18\x04 \x03(\x05\x12\x1c\n\x14max_enqueued_batches\x18\x05 \x01(\x05\x12%\n\x1d\x64isable_large_batch_splitting\x18\x06 \x01(\x08\x12\x41\n\x0c\x65xperimental\x18\x07 \x01(\x0b\x32+.mlconv.converter.BatchOptions.Experimental\x1aw\n\x0c\x45xperimental\x12\x18\n\x0e\x66unction_alias\x18\x01 \x01(\tH\x00\x12 \n\x16\x63oncrete_function_name\x18\x02 \x01(\tH\x00\x12\x18\n\x0esignature_name\x18\x03 \x01(\tH\x00\x42\x11\n\x0f\x62\x61tch_component\"\xb9\x01\n\x1b\x42\x46loat16OptimizationOptions\x12\x42\n\x05scope\x18\x01 \x01(\x0e\x32\x33.mlconv.converter.BFloat16OptimizationOptions.Scope\x12\x1a\n\x12skip_safety_checks\x18\x02 \x01(\x08\x12\x12\n\nfilterlist\x18\x03 \x03(\t\"&\n\x05Scope\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x07\n\x03TPU\x10\x01\x12\x07\n\x03\x41LL\x10\x02\"`\n\x12XlaShardingOptions\x12\x1d\n\x15num_cores_per_replica\x18\x01 \x01(\x05\x12\x19\n\x11\x64\x65vice_assignment\x18\x02 \x03(\x05\x12\x10\n\x08topology\x18\x03 \x01(\x0c\"]\n\x16\x45xternalFeatureConfigs\x12\x43\n\x14quantization_options\x18\x01 \x01(\x0b\x32%.mlconv.converter.QuantizationOptions\"\xb6\x04\n\x13QuantizationOptions\x12\x0c\n\x04tags\x18\x01 \x03(\t\x12\x16\n\x0esignature_keys\x18\x02 \x03(\t\x12I\n\x13quantization_method\x18\x03 \x01(\x0e\x32,.mlconv.converter.QuantizationOptions.Method\x12;\n\x06op_set\x18\x04 \x01(\x0e\x32+.mlconv.converter.QuantizationOptions.OpSet\x12\x62\n\x17representative_datasets\x18\x05 \x03(\x0b\x32\x41.mlconv.converter.QuantizationOptions.RepresentativeDatasetsEntry\x12\x1f\n\x17num_calibration_samples\x18\x64 \x01(\x05\x1aj\n\x1bRepresentativeDatasetsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12:\n\x05value\x18\x02 \x01(\x0b\x32+.mlconv.converter.RepresentativeDatasetFile:\x02\x38\x01\"V\n\x06Method\x12\x16\n\x12METHOD_UNSPECIFIED\x10\x00\x12\x10\n\x0cSTATIC_RANGE\x10\x01\x12\x11\n\rDYNAMIC_RANGE\x10\x02\x12\x0f\n\x0bWEIGHT_ONLY\x10\x03\"(\n\x05OpSet\x12\x16\n\x12OP_SET_UNSPECIFIED\x10\x00\x12\x07\n\x03XLA\x10\x01\"b\n\x19RepresentativeDatasetFile\x12\x1c\n\x12tfrecord_file_path\x18\x01 \x01(\tH\x00\x12\x17\n\rnpz_file_path\x18\x64 \x01(\tH\x00\x42\x0e\n\x0c\x64\x61taset_fileb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'converter_options_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_QUANTIZATIONOPTIONS_REPRESENTATIVEDATASETSENTRY']._loaded_options = None
+  _globals['_QUANTIZATIONOPTIONS_REPRESENTATIVEDATASETSENTRY']._serialized_options = b'8\001'
   _globals['_CONVERTEROPTIONS']._serialized_start=46
-  _globals['_CONVERTEROPTIONS']._serialized_end=566
-  _globals['_CONVERTEROPTIONS_STATE']._serialized_start=519
-  _globals['_CONVERTEROPTIONS_STATE']._serialized_end=566
-  _globals['_TPUFUNCTION']._serialized_start=569
-  _globals['_TPUFUNCTION']._serialized_end=709
-  _globals['_BATCHOPTIONS']._serialized_start=712
-  _globals['_BATCHOPTIONS']._serialized_end=1093
-  _globals['_BATCHOPTIONS_EXPERIMENTAL']._serialized_start=974
-  _globals['_BATCHOPTIONS_EXPERIMENTAL']._serialized_end=1093
-  _globals['_BFLOAT16OPTIMIZATIONOPTIONS']._serialized_start=1096
-  _globals['_BFLOAT16OPTIMIZATIONOPTIONS']._serialized_end=1281
-  _globals['_BFLOAT16OPTIMIZATIONOPTIONS_SCOPE']._serialized_start=1243
-  _globals['_BFLOAT16OPTIMIZATIONOPTIONS_SCOPE']._serialized_end=1281
-  _globals['_XLASHARDINGOPTIONS']._serialized_start=1283
-  _globals['_XLASHARDINGOPTIONS']._serialized_end=1379
+  _globals['_CONVERTEROPTIONS']._serialized_end=643
+  _globals['_CONVERTEROPTIONS_STATE']._serialized_start=596
+  _globals['_CONVERTEROPTIONS_STATE']._serialized_end=643
+  _globals['_TPUFUNCTION']._serialized_start=646
+  _globals['_TPUFUNCTION']._serialized_end=786
+  _globals['_BATCHOPTIONS']._serialized_start=789
+  _globals['_BATCHOPTIONS']._serialized_end=1170
+  _globals['_BATCHOPTIONS_EXPERIMENTAL']._serialized_start=1051
+  _globals['_BATCHOPTIONS_EXPERIMENTAL']._serialized_end=1170
+  _globals['_BFLOAT16OPTIMIZATIONOPTIONS']._serialized_start=1173
+  _globals['_BFLOAT16OPTIMIZATIONOPTIONS']._serialized_end=1358
+  _globals['_BFLOAT16OPTIMIZATIONOPTIONS_SCOPE']._serialized_start=1320
+  _globals['_BFLOAT16OPTIMIZATIONOPTIONS_SCOPE']._serialized_end=1358
+  _globals['_XLASHARDINGOPTIONS']._serialized_start=1360
+  _globals['_XLASHARDINGOPTIONS']._serialized_end=1456
+  _globals['_EXTERNALFEATURECONFIGS']._serialized_start=1458
+  _globals['_EXTERNALFEATURECONFIGS']._serialized_end=1551
+  _globals['_QUANTIZATIONOPTIONS']._serialized_start=1554
+  _globals['_QUANTIZATIONOPTIONS']._serialized_end=2120
+  _globals['_QUANTIZATIONOPTIONS_REPRESENTATIVEDATASETSENTRY']._serialized_start=1884
+  _globals['_QUANTIZATIONOPTIONS_REPRESENTATIVEDATASETSENTRY']._serialized_end=1990
+  _globals['_QUANTIZATIONOPTIONS_METHOD']._serialized_start=1992
+  _globals['_QUANTIZATIONOPTIONS_METHOD']._serialized_end=2078
+  _globals['_QUANTIZATIONOPTIONS_OPSET']._serialized_start=2080
+  _globals['_QUANTIZATIONOPTIONS_OPSET']._serialized_end=2120
+  _globals['_REPRESENTATIVEDATASETFILE']._serialized_start=2122
+  _globals['_REPRESENTATIVEDATASETFILE']._serialized_end=2220
 # @@protoc_insertion_point(module_scope)

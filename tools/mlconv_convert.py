@@ -25,6 +25,11 @@ and partitioned by XLA SPMD (backends/sharding.py).
 The conversion report (`tpu-report`: TPU cost per function from XLA's cost analysis, the host
 part's cost from TensorFlow's shapes) goes to stderr with the progress lines and to
 OUTDIR/conversion_report.txt.
+Post-training quantization (`external_feature_configs { quantization_options { ... } }`,
+mlconv's extension of the schema): static range calibrated on a representative dataset,
+dynamic range or weight-only (mlconv.calibration, core-quantize, tpu-quantize); its report
+(accuracy against float on the calibration set) is appended to the conversion report and
+written to OUTDIR/quantization_report.txt.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from mlconv.tools.cli import ToolArgumentParser, run_tool
 
 PROG = "mlconv-convert"
 REPORT = "conversion_report.txt"
+QUANTIZATION_REPORT = "quantization_report.txt"
 
 
 def make_parser() -> ToolArgumentParser:
@@ -230,6 +236,8 @@ def convert(
     mesh = MeshSpec.from_options(settings.sharding) if settings.sharding is not None else None
     shapes = format_input_shapes(input_shapes)
 
+    quantized: list[Any] = []  # one QuantizationReport per TPU function
+
     def to_tpu(frontend: dict[str, str], label: str) -> Any:
         module = phases.run(f"import{label}", lambda: load_model(model, **frontend))
         phases.run(f"lower to core{label}", lambda: lower_to_core(module))
@@ -242,10 +250,24 @@ def convert(
                 "the model has inputs of dynamic shape, or inputs that decide shapes: give "
                 "--input-shapes with every dimension static"
             )
-        phases.run(
-            f"place on tpu (core-to-tpu){label}",
-            lambda: run_passes(CoreToTpuPipeline(device="tpu").after_inference(), module),
-        )
+        if settings.quantization is not None:
+            from mlconv.calibration import quantize_for_tpu
+            from mlconv.passes.pipelines import target_passes
+
+            quantized.append(
+                phases.run(
+                    f"quantize (core-quantize, tpu-quantize){label}",
+                    lambda: quantize_for_tpu(module, settings.quantization),
+                )
+            )
+            phases.run(
+                f"tpu target passes{label}", lambda: run_passes(target_passes("tpu"), module)
+            )
+        else:
+            phases.run(
+                f"place on tpu (core-to-tpu){label}",
+                lambda: run_passes(CoreToTpuPipeline(device="tpu").after_inference(), module),
+            )
         if settings.bfloat16:
             bf16 = TpuBf16Pass(
                 filterlist=settings.bfloat16_filterlist,
@@ -289,11 +311,15 @@ def convert(
                 "bfloat16": settings.bfloat16,
                 "io_shape_optimization": settings.io_shape_optimization,
                 "report": {"tpu": tpu_costs, "cpu": cpu_cost},
+                "quantization": [q.to_dict() for q in quantized],
                 "not_performed": pending,
                 "phase_seconds": phases.times,
             },
         ),
     )
+    if quantized:
+        report += "".join(q.format() for q in quantized)
+        (Path(output) / QUANTIZATION_REPORT).write_text("".join(q.format() for q in quantized))
     (Path(output) / REPORT).write_text(report)
     if not quiet:
         print(report, end="", file=sys.stderr)

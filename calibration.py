@@ -1,0 +1,339 @@
+"""Calibration for static-range quantization: representative datasets and observed ranges.
+
+    samples = load_representative_dataset("calib.npz", input_names, input_shapes)
+    calibrate(module, samples)        # core module: annotates each quantizable op
+    CoreQuantizePass(mode="static").apply(ctx, module)
+
+A representative dataset is an `.npz` (one array per model input, keyed by input name or
+`arr_0`, ..., the samples stacked on a leading axis: N samples of the input's shape, or N
+rows where the input's first dimension is a batch) or a TFRecord file as TensorFlow's
+`TfRecordRepresentativeDatasetSaver` writes it: each record a serialized
+`RepresentativeDataSample` (tensorflow/compiler/mlir/quantization/tensorflow/
+quantization_options.proto), whose `tensor_proto_inputs` map each input name to a TensorProto
+of one sample (read with TensorFlow's own protos).
+
+`calibrate` runs the float model, compiled once with the data input of every op
+`core-quantize` quantizes added as an extra output, over the samples, and records the min and
+max each of those inputs took as the op's `mlconv.input_range`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, f32
+from xdsl.ir import Operation
+
+from mlconv.errors import OptionError
+
+
+def _stack(
+    arrays: list[np.ndarray], shape: Sequence[int], name: str, where: str
+) -> list[np.ndarray]:
+    """Split the dataset's array for one input into calls of the input's `shape`."""
+    out: list[np.ndarray] = []
+    for array in arrays:
+        sample = np.asarray(array)
+        if tuple(sample.shape) == tuple(shape):
+            out.append(sample)
+        elif (
+            shape
+            and tuple(sample.shape[1:]) == tuple(shape[1:])
+            and sample.shape[0] % shape[0] == 0
+        ):
+            out += list(sample.reshape((-1, *shape)))
+        elif tuple(sample.shape[1:]) == tuple(shape):
+            out += list(sample)
+        elif shape and shape[0] == 1 and tuple(sample.shape) == tuple(shape[1:]):
+            out.append(sample[None])
+        else:
+            raise OptionError(
+                f"{where}: input '{name}' has shape {'x'.join(map(str, sample.shape))}, the "
+                f"model takes {'x'.join(map(str, shape))} per call"
+            )
+    return out
+
+
+def load_representative_dataset(
+    path: str, names: Sequence[str], shapes: Sequence[Sequence[int]], dtypes: Sequence[np.dtype]
+) -> list[list[np.ndarray]]:
+    """The calls (one array per input, in the model's order) a dataset file holds."""
+    file = Path(path)
+    if not file.exists():
+        raise OptionError(f"{path}: representative dataset not found")
+    if file.suffix == ".npz":
+        with np.load(file) as data:
+            keys = list(data.keys())
+            per_input = {}
+            for index, name in enumerate(names):
+                key = name if name in data else f"arr_{index}" if f"arr_{index}" in data else None
+                if key is None and len(names) == 1 and len(keys) == 1:
+                    key = keys[0]
+                if key is None:
+                    raise OptionError(
+                        f"{path}: no array for input '{name}' (has {', '.join(keys)})"
+                    )
+                per_input[name] = [data[key]]
+    else:
+        per_input = {name: [] for name in names}
+        for sample in _tfrecord_samples(file):
+            missing = [n for n in names if n not in sample]
+            if missing:
+                raise OptionError(
+                    f"{path}: a sample has no input '{missing[0]}' (has {', '.join(sample)})"
+                )
+            for name in names:
+                per_input[name].append(sample[name])
+    calls_per_input = [
+        _stack(per_input[name], shape, name, path)
+        for name, shape in zip(names, shapes, strict=True)
+    ]
+    counts = {len(c) for c in calls_per_input}
+    if len(counts) != 1 or not counts or 0 in counts:
+        raise OptionError(f"{path}: inputs hold different numbers of samples (or none)")
+    return [
+        [np.asarray(c[i], dtype) for c, dtype in zip(calls_per_input, dtypes, strict=True)]
+        for i in range(counts.pop())
+    ]
+
+
+def _tfrecord_samples(file: Path) -> Iterable[dict[str, np.ndarray]]:
+    """`RepresentativeDataSample`s of a TFRecord file, as {input name: array}."""
+    try:
+        import tensorflow as tf
+        from tensorflow.compiler.mlir.quantization.tensorflow import quantization_options_pb2
+    except ImportError:  # pragma: no cover - TensorFlow is a dependency of the tf extra
+        raise OptionError(f"{file}: reading TFRecord datasets needs TensorFlow") from None
+    try:
+        for record in tf.data.TFRecordDataset(str(file)).as_numpy_iterator():
+            sample = quantization_options_pb2.RepresentativeDataSample()
+            sample.ParseFromString(record)
+            yield {k: tf.make_ndarray(v) for k, v in sample.tensor_proto_inputs.items()}
+    except tf.errors.OpError as error:
+        raise OptionError(f"{file}: not a TFRecord file: {error.message.splitlines()[0]}") from None
+
+
+def quantizable_ops(module: ModuleOp) -> list[Operation]:
+    """The ops core-quantize quantizes (constant float weights), in walk order."""
+    from mlconv.dense import to_numpy
+    from mlconv.dialects.core_tensor import ConstantOp
+    from mlconv.passes.core_quantize import QUANTIZABLE, weight_operand
+
+    found = []
+    for op in module.walk():
+        if not isinstance(op, QUANTIZABLE):
+            continue
+        owner = op.operands[weight_operand(op)].owner
+        if isinstance(owner, ConstantOp) and to_numpy(owner.value).dtype.kind == "f":
+            found.append(op)
+    return found
+
+
+def _probe_module(module: ModuleOp) -> tuple[ModuleOp, int]:
+    """A copy of `module` whose @main also returns the data input of each quantizable op."""
+    from mlconv.backends.jax_backend import find_main
+
+    probe = module.clone()
+    main = find_main(probe, "calibrate")
+    ops = quantizable_ops(probe)
+    ret = main.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    extra = [op.operands[0] for op in ops]
+    outputs = [*ret.operands, *extra]
+    new_ret = func.ReturnOp(*outputs)
+    main.body.block.insert_op_before(new_ret, ret)
+    ret.detach()
+    ret.erase()
+    main.function_type = func.FunctionType.from_lists(
+        list(main.function_type.inputs.data), [v.type for v in outputs]
+    )
+    if main.res_attrs is not None:
+        main.res_attrs = ArrayAttr([*main.res_attrs.data, *[DictionaryAttr({}) for _ in extra]])
+    return probe, len(ops)
+
+
+def _run_float(module: ModuleOp, calls: Sequence[Sequence[np.ndarray]], device: str, probe: bool):
+    """The float model's outputs on each call and, with `probe`, the [min, max] the data
+    input of each quantizable op took."""
+    from mlconv.backends.jax_backend import compile_module
+    from mlconv.passes.core_to_tpu import CoreToTpuPass
+    from mlconv.passes.pipelines import run_passes, target_passes
+
+    if probe:
+        copy, count = _probe_module(module)
+    else:
+        copy, count = module.clone(), 0
+    run_passes([CoreToTpuPass(), *target_passes(device)], copy)
+    compiled = compile_module(copy, device)
+    low = np.full(count, np.inf)
+    high = np.full(count, -np.inf)
+    results = []
+    for call in calls:
+        outputs = compiled(*call)
+        results.append([np.asarray(o) for o in outputs[: len(outputs) - count]])
+        for index, value in enumerate(outputs[len(outputs) - count :]):
+            low[index] = min(low[index], float(np.min(value)))
+            high[index] = max(high[index], float(np.max(value)))
+    return results, low, high
+
+
+def calibrate(
+    module: ModuleOp, calls: Sequence[Sequence[np.ndarray]], device: str = "cpu"
+) -> list[list[np.ndarray]]:
+    """Run the float model over `calls` and annotate each quantizable op of `module` with the
+    range its data input took (`mlconv.input_range`). Returns the float model's outputs."""
+    from mlconv.passes.core_quantize import RANGE_ATTR
+
+    ops = quantizable_ops(module)
+    outputs, low, high = _run_float(module, calls, device, probe=bool(ops))
+    for op, lo, hi in zip(ops, low, high, strict=True):
+        op.attributes[RANGE_ATTR] = DenseArrayBase.from_list(f32, [float(lo), float(hi)])
+    return outputs
+
+
+# --------------------------------------------------------------------------- the converter's step
+
+MODES = {"STATIC_RANGE": "static", "DYNAMIC_RANGE": "dynamic", "WEIGHT_ONLY": "weight-only"}
+
+
+@dataclass
+class QuantizationReport:
+    """What `quantize_for_tpu` did and how close the result stays to float."""
+
+    method: str
+    products: dict[str, int]
+    calibration_samples: int = 0
+    accuracy: list[dict] = field(default_factory=list)
+
+    def format(self) -> str:
+        lines = ["-------- Quantization Report --------", f"Method: {self.method}"]
+        p = self.products
+        lines.append(
+            f"Products: {p.get('int8', 0)} int8 x int8 -> int32, {p.get('weight-only', 0)} "
+            f"int8 weights with float compute, {p.get('float', 0)} left in float"
+        )
+        if self.calibration_samples:
+            lines.append(f"Calibrated on {self.calibration_samples} samples")
+        if self.accuracy:
+            lines.append("Accuracy against float on the calibration set:")
+        for row in self.accuracy:
+            top1 = (
+                f"top-1 agreement {100 * row['top1_agreement']:.2f}% "
+                f"({row['top1_agree']}/{row['samples']}), "
+                if row.get("top1_agreement") is not None
+                else ""
+            )
+            lines.append(
+                f"  {row['output']}: {top1}relative error mean {100 * row['rel_error_mean']:.3f}% "
+                f"max {100 * row['rel_error_max']:.3f}%"
+            )
+        return "\n".join(lines) + "\n"
+
+    def to_dict(self) -> dict:
+        return {
+            "method": self.method,
+            "products": self.products,
+            "calibration_samples": self.calibration_samples,
+            "accuracy": self.accuracy,
+        }
+
+
+def compare_outputs(
+    reference: Sequence[Sequence[np.ndarray]], quantized: Sequence[Sequence[np.ndarray]], names
+) -> list[dict]:
+    """Per output: top-1 agreement (argmax over the last axis, per row) and relative error
+    (max |q - f| / max |f| per call; mean and max over the calls)."""
+    rows = []
+    for index, name in enumerate(names):
+        errors, agree, total = [], 0, 0
+        for ref, got in zip(reference, quantized, strict=True):
+            f = np.asarray(ref[index], np.float64)
+            q = np.asarray(got[index], np.float64)
+            scale = np.abs(f).max()
+            errors.append(float(np.abs(q - f).max() / scale) if scale else float(np.abs(q).max()))
+            if f.ndim >= 1 and f.shape[-1] > 1:
+                fa = f.reshape(-1, f.shape[-1]).argmax(-1)
+                qa = q.reshape(-1, q.shape[-1]).argmax(-1)
+                agree += int((fa == qa).sum())
+                total += fa.size
+        rows.append(
+            {
+                "output": name,
+                "samples": total or len(errors),
+                "top1_agree": agree if total else None,
+                "top1_agreement": agree / total if total else None,
+                "rel_error_mean": float(np.mean(errors)),
+                "rel_error_max": float(np.max(errors)),
+            }
+        )
+    return rows
+
+
+def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], list[np.dtype]]:
+    from mlconv.backends.jax_backend import find_main
+    from mlconv.dense import numpy_dtype
+    from mlconv.passes.core_to_tpu import input_name
+
+    main = find_main(module, "quantize")
+    args = main.body.block.args
+    names = [input_name(main, i) for i in range(len(args))]
+    shapes = [tuple(a.type.get_shape()) for a in args]
+    dtypes = [np.dtype(numpy_dtype(a.type.element_type)) for a in args]
+    return names, shapes, dtypes
+
+
+def output_names(module: ModuleOp) -> list[str]:
+    from mlconv.backends.jax_backend import _names, find_main
+
+    main = find_main(module, "quantize")
+    return _names(main.res_attrs, len(main.function_type.outputs.data), "output")
+
+
+def quantize_for_tpu(module: ModuleOp, quantization, device: str = "cpu") -> QuantizationReport:
+    """The converter's quantization step on a core module with static shapes: fold and fuse,
+    calibrate (static range), core-quantize, core-to-tpu, tpu-quantize; then, when a dataset
+    is given, the quantized model against float on it (compiled for `device`)."""
+    from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
+    from mlconv.passes.core_fuse import CoreFusePass
+    from mlconv.passes.core_quantize import quantize_module
+    from mlconv.passes.core_to_tpu import CoreToTpuPass
+    from mlconv.passes.pipelines import run_passes, target_passes
+    from mlconv.passes.tpu_quantize import quantize_tpu_module
+    from mlconv.tools.converter_options import quantization_method
+
+    method = quantization_method(quantization)
+    mode = MODES[method]
+    run_passes([CoreFoldConstantsPass(static_shape=True), CoreFusePass()], module)
+    calls: list[list[np.ndarray]] = []
+    keys = list(quantization.signature_keys) or ["serving_default"]
+    datasets = quantization.representative_datasets
+    dataset = next((datasets[k] for k in keys if k in datasets), None)
+    if dataset is None and len(datasets) == 1:
+        dataset = next(iter(datasets.values()))
+    if dataset is not None:
+        path = getattr(dataset, dataset.WhichOneof("dataset_file"))
+        calls = load_representative_dataset(path, *model_inputs(module))
+        if quantization.num_calibration_samples:
+            calls = calls[: quantization.num_calibration_samples]
+    reference = None
+    if mode == "static":
+        reference = calibrate(module, calls, device)
+    elif calls:
+        reference, _, _ = _run_float(module, calls, device, probe=False)
+    quantize_module(module, mode)
+    run_passes([CoreToTpuPass()], module)
+    products = quantize_tpu_module(module)
+    report = QuantizationReport(method, products, len(calls) if mode == "static" else 0)
+    if reference is not None:
+        from mlconv.backends.jax_backend import compile_module
+
+        copy = module.clone()
+        run_passes(target_passes(device), copy)
+        compiled = compile_module(copy, device)
+        quantized = [[np.asarray(o) for o in compiled(*call)] for call in calls]
+        report.accuracy = compare_outputs(reference, quantized, output_names(module))
+    return report

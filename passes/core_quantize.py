@@ -1,0 +1,189 @@
+"""core-quantize: post-training int8 quantization in OpenVINO's form (core.FakeQuantize).
+
+Input: core dialect with constant weights. Output: the same ops, with `core.FakeQuantize` on
+the weights and (static, dynamic) the data input of every `core.Convolution`,
+`core.GroupConvolution` and `core.MatMul` whose weights are a float `core.Constant`:
+- weights: per output channel, symmetric, 255 levels (int8 -127..127): ranges +-max|w| of
+  the channel (`[O,1,1,1]` for a convolution, `[G,O/G,1,1,1]` grouped, per column for MatMul);
+- `mode=static`: the data input, per tensor, asymmetric, 256 levels (int8 -128..127), over
+  the range calibration observed, which the op carries as `mlconv.input_range =
+  array<f32: min, max>` (`mlconv.calibration` writes it); the range is widened to hold 0 and
+  nudged so that 0 is exactly a level (as TFLite does). An op without it is an error;
+- `mode=dynamic`: the data input over its own range at run time (ReduceMin/ReduceMax of the
+  tensor, widened to hold 0);
+- `mode=weight-only`: the weights only; activations stay float.
+The IR exports to OpenVINO IR as it is; `tpu-quantize` lowers it to integer arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from mlconv.dense import to_numpy
+from mlconv.dialects.core_conv import ConvolutionOp, GroupConvolutionOp
+from mlconv.dialects.core_elementwise import MaximumOp, MinimumOp
+from mlconv.dialects.core_nn import MatMulOp
+from mlconv.dialects.core_quant import FakeQuantizeOp
+from mlconv.dialects.core_tensor import ConstantOp, ReduceMaxOp, ReduceMinOp
+from mlconv.errors import PassFailure
+
+MODES = ("static", "dynamic", "weight-only")
+RANGE_ATTR = "mlconv.input_range"
+QUANTIZABLE = (ConvolutionOp, GroupConvolutionOp, MatMulOp)
+# Ranges narrower than this (a constant activation) are widened to it.
+MIN_WIDTH = 1e-6
+
+
+def weight_operand(op: Operation) -> int:
+    return 1
+
+
+def channel_axes(op: Operation, rank: int) -> tuple[int, ...]:
+    """The weight axes that index output channels (kept in the per-channel range)."""
+    if isinstance(op, ConvolutionOp):
+        return (0,)
+    if isinstance(op, GroupConvolutionOp):
+        return (0, 1)
+    transpose_b = op.attribute_values()["transpose_b"]
+    if rank == 1:
+        return ()
+    return (rank - 2,) if transpose_b else (rank - 1,)
+
+
+def weight_ranges(weights: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """max|w| per output channel, in the weights' rank (1 where a channel is all zeros)."""
+    reduce = tuple(i for i in range(weights.ndim) if i not in axes)
+    bound = np.abs(weights.astype(np.float32)).max(axis=reduce, keepdims=True)
+    return np.where(bound > 0, bound, np.float32(1)).astype(weights.dtype)
+
+
+def nudged_range(low: float, high: float) -> tuple[float, float]:
+    """[low, high] widened to hold 0, at least MIN_WIDTH wide, moved so 0 is a level of 256."""
+    low, high = min(float(low), 0.0), max(float(high), 0.0)
+    if high - low < MIN_WIDTH:
+        high = low + MIN_WIDTH
+    scale = (high - low) / 255.0
+    zero = round(-low / scale)
+    return -zero * scale, (255 - zero) * scale
+
+
+def _constant(array: np.ndarray, location) -> ConstantOp:
+    op = ConstantOp.from_numpy(np.ascontiguousarray(array))
+    op.location = location
+    return op
+
+
+def _fake_quantize(x: SSAValue, low: SSAValue, high: SSAValue, levels: int, location):
+    return FakeQuantizeOp.build_op([x, low, high, low, high], [x.type], levels=levels)
+
+
+def input_range(op: Operation) -> tuple[float, float] | None:
+    attr = op.attributes.get(RANGE_ATTR)
+    if attr is None:
+        return None
+    if not isinstance(attr, DenseArrayBase) or len(attr) != 2:
+        raise PassFailure.at(op, f"{RANGE_ATTR} must be array<f32: min, max>")
+    low, high = (float(v) for v in attr.get_values())
+    if not low <= high:
+        raise PassFailure.at(op, f"{RANGE_ATTR} has min {low} above max {high}")
+    return low, high
+
+
+def quantize_op(op: Operation, mode: str) -> None:
+    weights_value = op.operands[weight_operand(op)]
+    owner = weights_value.owner
+    if not isinstance(owner, ConstantOp):
+        return
+    weights = to_numpy(owner.value)
+    if weights.dtype.kind != "f" or weights.ndim == 0:
+        return
+    data = op.operands[0]
+    if isinstance(data.owner, FakeQuantizeOp):
+        return  # quantized already
+    new: list[Operation] = []
+    location = op.location
+    bound = weight_ranges(weights, channel_axes(op, weights.ndim))
+    low_w, high_w = _constant(-bound, location), _constant(bound, location)
+    fq_w = _fake_quantize(weights_value, low_w.output, high_w.output, 255, location)
+    new += [low_w, high_w, fq_w]
+    replacements = {weight_operand(op): fq_w.results[0]}
+    if mode == "static":
+        observed = input_range(op)
+        if observed is None:
+            raise PassFailure.at(
+                op,
+                f"has no calibrated input range ({RANGE_ATTR}): calibrate first "
+                "(mlconv-convert's quantization_options, or mlconv.calibration)",
+            )
+        low, high = nudged_range(*observed)
+        dtype = to_numpy_dtype(data.type)
+        low_c = _constant(np.array(low, dtype), location)
+        high_c = _constant(np.array(high, dtype), location)
+        fq_x = _fake_quantize(data, low_c.output, high_c.output, 256, location)
+        new += [low_c, high_c, fq_x]
+        replacements[0] = fq_x.results[0]
+    elif mode == "dynamic":
+        dtype = to_numpy_dtype(data.type)
+        rank = len(data.type.get_shape())
+        axes = _constant(np.arange(rank, dtype=np.int64), location)
+        scalar = TensorType(data.type.element_type, [])
+        ranged = TensorType(data.type.element_type, [1])
+        lowest = ReduceMinOp.build_op([data, axes.output], [scalar], keep_dims=False)
+        highest = ReduceMaxOp.build_op([data, axes.output], [scalar], keep_dims=False)
+        zero = _constant(np.array(0, dtype), location)
+        width = _constant(np.array(MIN_WIDTH, dtype), location)
+        low = MinimumOp.build_op([lowest.results[0], zero.output], [ranged])
+        high = MaximumOp.build_op([highest.results[0], width.output], [ranged])
+        fq_x = _fake_quantize(data, low.results[0], high.results[0], 256, location)
+        new += [axes, lowest, highest, zero, width, low, high, fq_x]
+        replacements[0] = fq_x.results[0]
+    for created in new:
+        created.location = location
+    block = op.parent_block()
+    assert block is not None
+    block.insert_ops_before(new, op)
+    operands = list(op.operands)
+    for index, value in replacements.items():
+        operands[index] = value
+    op.operands = operands
+    if RANGE_ATTR in op.attributes:
+        del op.attributes[RANGE_ATTR]
+
+
+def to_numpy_dtype(type_) -> np.dtype:
+    from mlconv.dense import numpy_dtype
+
+    return np.dtype(numpy_dtype(type_.element_type))
+
+
+def quantize_module(module: ModuleOp, mode: str) -> int:
+    """Insert the FakeQuantize ops of `mode`; returns how many ops were quantized."""
+    if mode not in MODES:
+        raise PassFailure(f"core-quantize: mode must be one of {', '.join(MODES)}, got '{mode}'")
+    targets = [op for op in module.walk() if isinstance(op, QUANTIZABLE)]
+    count = 0
+    for op in targets:
+        before = op.operands[weight_operand(op)]
+        quantize_op(op, mode)
+        count += op.operands[weight_operand(op)] is not before
+    return count
+
+
+@dataclass(frozen=True)
+class CoreQuantizePass(ModulePass):
+    """core-quantize: int8 FakeQuantize on weights (per channel) and activations (mode=static|dynamic|weight-only)."""
+
+    name = "core-quantize"
+    mode: str = "static"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        quantize_module(op, self.mode)
+
+
+__all__ = ["CoreQuantizePass", "MODES", "RANGE_ATTR", "nudged_range", "quantize_module"]
