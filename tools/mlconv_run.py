@@ -62,6 +62,11 @@ def make_parser() -> ToolArgumentParser:
         help="run through JAX/XLA (default) or the OpenVINO runtime (cpu)",
     )  # fmt: skip
     parser.add_argument(
+        "--allow-custom", action="store_true",
+        help="ops nobody lowers run as core.Custom through the host implementations plugins "
+        "register (mlconv.custom_ops)",
+    )  # fmt: skip
+    parser.add_argument(
         "--serve", action="store_true",
         help="serve an mlconv-convert artifact over HTTP, batching concurrent requests "
         "(backends/serving.py: POST /v1/predict, GET /v1/model)",
@@ -335,6 +340,8 @@ def _run(argv: list[str] | None) -> int:
         options: dict[str, Any] = {"input_shapes": shapes} if shapes else {}
         if args.backend != "jax":
             options["backend"] = args.backend
+        if args.allow_custom:
+            options["allow_custom"] = True
         try:
             compiled = mlconv.compile(model, device=args.device, **options)
         except MlconvError as error:

@@ -185,3 +185,28 @@ def test_openvino_writer_writes_an_extension_layer(registered):
     ports = layer.find("output").findall("port")
     assert [p.get("precision") for p in ports] == ["FP32", "I64"]
     assert [[d.text for d in p.findall("dim")] for p in ports] == [["3", "4"], ["3", "4"]]
+
+
+def test_mlconv_run_allow_custom(tmp_path):
+    """mlconv-run lists the op without --allow-custom; with it (and no implementation in this
+    process) it names the missing implementation; one line each, exit 1."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "m.onnx"
+    onnx.save(model(0), path)
+    np.savez(tmp_path / "in.npz", x=np.zeros((3, 6), np.float32))
+    tool = Path(sys.executable).parent / "mlconv-run"
+    for flags, mention in (
+        ([], "onnx.com.acme.SortRows-1 (1 node: sort)"),
+        (["--allow-custom"], "custom op com.acme.SortRows has no host implementation"),
+    ):
+        result = subprocess.run(
+            [tool, path, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "o.npz", *flags],
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and mention in lines[0], result.stderr
