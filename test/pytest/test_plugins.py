@@ -131,7 +131,17 @@ def test_installed_plugin_pass_listed_and_run(tmp_path):
         "sample",
         '''
         from dataclasses import dataclass
+        from xdsl.dialects.builtin import TensorType
+        from xdsl.ir import Dialect
+        from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
         from xdsl.passes import ModulePass
+
+        @irdl_op_definition
+        class TwiceOp(IRDLOperation):
+            """sample.twice: a plugin's op."""
+            name = "sample.twice"
+            x = operand_def(TensorType)
+            y = result_def(TensorType)
 
         @dataclass(frozen=True)
         class DropFuncsPass(ModulePass):
@@ -144,6 +154,7 @@ def test_installed_plugin_pass_listed_and_run(tmp_path):
                     f.erase()
 
         def register(r):
+            r.dialect(Dialect("sample", [TwiceOp]))
             r.add_pass(DropFuncsPass)
         ''',
     )
@@ -154,7 +165,15 @@ def test_installed_plugin_pass_listed_and_run(tmp_path):
     shown = subprocess.run(
         [BIN / "mlconv-opt", "--list-plugins"], capture_output=True, text=True, env=env, check=True
     )
-    assert "sample (sample_mod:register)\n  pass: sample-drop-funcs\n" in shown.stdout
+    assert (
+        "sample (sample_mod:register)\n  dialect sample: sample.twice\n  pass: sample-drop-funcs\n"
+        in shown.stdout
+    )
+    ir = 'func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %y = "sample.twice"(%x) : (tensor<2xf32>) -> tensor<2xf32>\n  func.return %y : tensor<2xf32>\n}\n'
+    parsed = subprocess.run(
+        [BIN / "mlconv-opt"], input=ir, capture_output=True, text=True, env=env, check=True
+    )
+    assert '%y = "sample.twice"(%x) : (tensor<2xf32>) -> tensor<2xf32>' in parsed.stdout
     ran = subprocess.run(
         [BIN / "mlconv-opt", "-p", "sample-drop-funcs"],
         input="func.func @f() {\n  func.return\n}\n",
