@@ -290,6 +290,15 @@ def _sparse_array(sparse: onnx.SparseTensorProto, what: str) -> np.ndarray:
     return dense
 
 
+def _locate(err: FrontendError, where: str, op_type: str) -> None:
+    """Put an error raised while importing node `where` at that node, naming it."""
+    if err.location is None:
+        err.location = where
+        if f"'{where}'" not in err.message:
+            err.message = f"node '{where}' ({op_type}): {err.message}"
+            err.args = (err.message,)
+
+
 def _f32(value: float) -> float:
     """A float32 attribute value with its short decimal spelling (1e-05, not 9.99e-06)."""
     return float(str(np.float32(value)))
@@ -470,11 +479,7 @@ class _Importer:
             if cls is onnx_dialect.ConstantOp and "sparse_value" in attributes:
                 attributes["value"] = attributes.pop("sparse_value")
         except FrontendError as err:
-            if err.location is None:
-                err.location = where
-                if f"'{where}'" not in err.message:
-                    err.message = f"node '{where}' ({node.op_type}): {err.message}"
-                    err.args = (err.message,)
+            _locate(err, where, node.op_type)
             raise
         op = cls.from_slots(operands, result_types, attributes, regions)
         op.location = NameLoc(StringAttr(where), NoneAttr())
@@ -503,11 +508,7 @@ class _Importer:
                 if converted is not None:
                     attributes[attr.name] = converted
         except FrontendError as err:
-            if err.location is None:
-                err.location = where
-                if f"'{where}'" not in err.message:
-                    err.message = f"node '{where}' ({node.domain}.{node.op_type}): {err.message}"
-                    err.args = (err.message,)
+            _locate(err, where, f"{node.domain}.{node.op_type}")
             raise
         op: Operation = onnx_dialect.CustomOp.create(
             operands=operands,
