@@ -29,6 +29,11 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+# Run as a script, bench/ is sys.path[0]: drop it so that bench/openvino.py does not shadow the
+# openvino package.
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    sys.path.pop(0)
+
 LIGHT = [
     "bvlc_alexnet",
     "densenet121",

@@ -12,7 +12,10 @@ chosen per op (measured with bench/conv_forms.py on XLA:CPU, see the module cons
   slice of the padded input times one filter tap per kernel position;
 - 1x1 without padding or groups: one `dot_general` over the channel axis (strided input sliced
   first);
-- grouped (1 < groups < channels): one convolution per group on a channel slice, concatenated;
+- grouped 1x1 (1 < groups < channels): one `dot_general` batched over the groups (as fast
+  as a dot per group, and XLA compiles one kernel instead of a slice and a dot per group:
+  light ShuffleNet's XLA compile 4.6 -> 1.8 s CPU);
+- other grouped convolutions: one convolution per group on a channel slice, concatenated;
 - otherwise: `conv_general_dilated` in NHWC / HWIO.
 
 Constant filters are transposed (and split per tap or group) here, at compile time. On `gpu`
@@ -159,6 +162,33 @@ def grouped_split(x: Any, w: Any, c: Conv) -> Any:
     return lax.concatenate(parts, 3)
 
 
+def grouped_pointwise_dot(x: Any, w: Any, c: Conv) -> Any:
+    """A grouped 1x1 convolution as one dot_general batched over the groups (one kernel for
+    XLA to compile instead of a slice and a dot per group)."""
+    from jax import lax
+
+    sh, sw = c.strides
+    n, h, wd, ch = x.shape
+    if (sh, sw) != (1, 1):
+        x = lax.slice(x, (0, 0, 0, 0), (n, h, wd, ch), (1, sh, sw, 1))
+        n, h, wd, ch = x.shape
+    g = c.groups
+    cin, cout = c.in_channels // g, c.out_channels // g
+    xg = lax.reshape(x, (n * h * wd, g, cin))
+    if isinstance(w, np.ndarray):  # a constant filter is packed [G, cin, cout] here
+        wg = np.ascontiguousarray(w[0, 0].reshape(cin, g, cout).transpose(1, 0, 2))
+    else:
+        wg = lax.transpose(lax.reshape(w[0, 0], (cin, g, cout)), (1, 0, 2))
+    out = lax.dot_general(
+        xg,
+        wg,
+        (((2,), (1,)), ((1,), (0,))),
+        precision=c.precision,
+        preferred_element_type=c.preferred,
+    )  # [G, NHW, cout]
+    return lax.reshape(lax.transpose(out, (1, 0, 2)), (n, h, wd, g * cout))
+
+
 Form = Callable[[Any, Any, Conv], Any]
 
 
@@ -170,6 +200,8 @@ def choose(c: Conv, device: str) -> Form | None:
         return depthwise_taps
     if c.pointwise:
         return pointwise_dot
+    if c.groups > 1 and c.kernel == (1, 1) and all(p == (0, 0) for p in c.padding):
+        return grouped_pointwise_dot
     if c.groups > 1:
         return grouped_split
     return conv_nhwc
@@ -250,6 +282,7 @@ __all__ = [
     "choose",
     "conv_nhwc",
     "depthwise_taps",
+    "grouped_pointwise_dot",
     "grouped_split",
     "pointwise_dot",
     "read_conv",

@@ -78,16 +78,18 @@ func.func @pointwise_strided(%x: tensor<1x3x4x4xf32>) -> (tensor<1x2x2x2xf32>) {
 
 // -----
 
-// Grouped (2 groups of 2 channels): one ungrouped product per group on its channel slice,
-// concatenated on the NHWC channel axis.
+// Grouped 1x1 (2 groups of 2 channels): one dot_general batched over the groups, the filter
+// packed [groups, in, out] at compile time; no slice per group.
 
 // CHECK-LABEL: func.func @grouped
-// CHECK:         %[[T:.*]] = "tpu.transpose"
-// CHECK:         %[[S0:.*]] = "tpu.slice"(%[[T]]) {start_indices = array<i64: 0, 0, 0, 0>, limit_indices = array<i64: 1, 4, 4, 2>
-// CHECK:         %[[D0:.*]] = "tpu.dot_general"(%[[S0]]
-// CHECK:         %[[S1:.*]] = "tpu.slice"(%[[T]]) {start_indices = array<i64: 0, 0, 0, 2>, limit_indices = array<i64: 1, 4, 4, 4>
-// CHECK:         %[[D1:.*]] = "tpu.dot_general"(%[[S1]]
-// CHECK:         "tpu.concatenate"(%[[D0]], %[[D1]]) {dimension = 3 : i64}
+// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{\[\[\[}}-7.000000e-01], [-1.000000e-01]], {{\[\[}}8.000000e-01], [1.500000e+00]]]> : tensor<2x2x1xf32>}
+// CHECK:         %[[T:.*]] = "tpu.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK:         %[[X:.*]] = "tpu.reshape"(%[[T]]) {new_sizes = array<i64: 16, 2, 2>
+// CHECK-NOT:     "tpu.slice"
+// CHECK:         %[[D:.*]] = "tpu.dot_general"(%[[X]], %[[W]]) {dimension_numbers = {{\[\[}}array<i64: 2>, array<i64: 1>], [array<i64: 1>, array<i64: 0>]]
+// CHECK:         %[[G:.*]] = "tpu.transpose"(%[[D]]) {permutation = array<i64: 1, 0, 2>}
+// CHECK:         "tpu.reshape"(%[[G]]) {new_sizes = array<i64: 1, 4, 4, 2>
+// CHECK-NOT:     tpu.conv_general_dilated
 func.func @grouped(%x: tensor<1x4x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
   %0 = "tpu.region"(%x) ({
   ^bb0(%1: tensor<1x4x4x4xf32>):
@@ -98,6 +100,29 @@ func.func @grouped(%x: tensor<1x4x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
     %6 = tpu.constant {value = dense<0.000000e+00> : tensor<f32>} : tensor<f32>
     %7 = "tpu.max"(%5, %6) : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
     tpu.yield %7 : tensor<1x2x4x4xf32>
+  }) {device = "tpu"} : (tensor<1x4x4x4xf32>) -> tensor<1x2x4x4xf32>
+  func.return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Grouped 3x3 (2 groups of 2 channels): one ungrouped convolution per group on its channel
+// slice, concatenated on the NHWC channel axis.
+
+// CHECK-LABEL: func.func @grouped_3x3
+// CHECK:         %[[T:.*]] = "tpu.transpose"
+// CHECK:         %[[S0:.*]] = "tpu.slice"(%[[T]]) {start_indices = array<i64: 0, 0, 0, 0>, limit_indices = array<i64: 1, 4, 4, 2>
+// CHECK:         %[[C0:.*]] = "tpu.conv_general_dilated"(%[[S0]]
+// CHECK-SAME:        feature_group_count = 1
+// CHECK:         %[[S1:.*]] = "tpu.slice"(%[[T]]) {start_indices = array<i64: 0, 0, 0, 2>, limit_indices = array<i64: 1, 4, 4, 4>
+// CHECK:         %[[C1:.*]] = "tpu.conv_general_dilated"(%[[S1]]
+// CHECK:         "tpu.concatenate"(%[[C0]], %[[C1]]) {dimension = 3 : i64}
+func.func @grouped_3x3(%x: tensor<1x4x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
+  %0 = "tpu.region"(%x) ({
+  ^bb0(%1: tensor<1x4x4x4xf32>):
+    %2 = tpu.constant {value = dense<0.5> : tensor<2x2x3x3xf32>} : tensor<2x2x3x3xf32>
+    %3 = "tpu.conv_general_dilated"(%1, %2) {window_strides = array<i64: 1, 1>, padding = [array<i64: 1, 1>, array<i64: 1, 1>], lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, dimension_numbers = {__class__ = "ConvDimensionNumbers", lhs_spec = array<i64: 0, 1, 2, 3>, rhs_spec = array<i64: 0, 1, 2, 3>, out_spec = array<i64: 0, 1, 2, 3>}, feature_group_count = 2 : i64, batch_group_count = 1 : i64, precision, preferred_element_type = f32, out_sharding} : (tensor<1x4x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x4x4xf32>
+    tpu.yield %3 : tensor<1x2x4x4xf32>
   }) {device = "tpu"} : (tensor<1x4x4x4xf32>) -> tensor<1x2x4x4xf32>
   func.return %0 : tensor<1x2x4x4xf32>
 }
