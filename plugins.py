@@ -11,6 +11,7 @@ The function receives a `Registration` and adds to the same registries the built
         r.dialect(Example)                                   # a dialect (its ops parse and print)
         r.onnx_importer("com.example", "SoftClip", fn)       # fn(onnx.Custom op) -> op or None
         r.lowering("onnx", "com.example.SoftClip", 1, pattern)   # mlconv.passes.lowering.register
+        r.lowering("custom", "com.example.SoftClip", None, p2)   # core.Custom (allow-custom)
         r.custom_op("com.example", "SoftClip", numpy_fn)     # host implementation (core.Custom)
         r.add_pass(MyPass)                                   # passes.PASSES[MyPass.name]
         r.pipeline(MyPipeline)                               # passes.PIPELINES[MyPipeline.name]

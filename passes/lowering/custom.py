@@ -4,7 +4,9 @@
 `driver.lower_ops`: an op without a pattern becomes `core.Custom` with the same operands and
 result types, its domain (the ONNX domain; "" for the default one; "tf" / "tflite" for those
 dialects), its op type and its attributes. What it computes is then the host implementation
-registered in `mlconv.custom_ops`, unless a plugin lowers core.Custom.
+registered in `mlconv.custom_ops`, unless a plugin lowers core.Custom: a pattern registered as
+("custom", "<domain>.<op_type>") (`lowering("custom", "com.acme.Foo")`, no version) gets the
+core.Custom op and the builder, whatever framework the op came from, and its values replace it.
 """
 
 from __future__ import annotations
@@ -46,7 +48,16 @@ def custom_fallback(op: Operation, b: Any) -> list[SSAValue]:
         attrs=DictionaryAttr(attributes),
     )
     b.insert(custom)
-    return list(custom.results)
+    from mlconv.custom_ops import label
+    from mlconv.passes.lowering.registry import lookup
+
+    pattern = lookup("custom", label(domain, op_type), None)
+    if pattern is None:
+        return list(custom.results)
+    values = list(pattern(custom, b))  # the plugin's core ops, built before the source op
+    custom.detach()
+    custom.erase()
+    return values
 
 
 __all__ = ["custom_fallback", "describe"]

@@ -210,3 +210,37 @@ def test_mlconv_run_allow_custom(tmp_path):
         assert result.returncode == 1
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and mention in lines[0], result.stderr
+
+
+def test_a_plugin_pattern_lowers_core_custom():
+    """A pattern registered for ("custom", "<domain>.<op_type>") replaces core.Custom by core
+    ops (whatever framework the op came from): no host callback is left."""
+    from xdsl.dialects.builtin import i64
+
+    from mlconv.api import lower_to_core
+    from mlconv.dialects import core
+    from mlconv.passes.lowering import register, unregister
+
+    def lower(op, b):
+        (x,) = op.operands
+        keep = dict(op.attribute_values()["attrs"])["keep"]
+        k = b.const(np.asarray(keep, np.int64))
+        values, indices = b(
+            core.TopKOp, x, k, axis=-1, mode="min", sort="value", index_element_type=i64
+        )
+        return [values, indices]
+
+    register("custom", f"{DOMAIN}.SortRows", None, lower)
+    try:
+        proto = model(0)
+        module = lower_to_core(import_onnx(proto), allow_custom=True)
+        names = {op.name for op in module.walk()}
+        assert "core.Custom" not in names and "core.TopK" in names
+        run = mlconv.compile(proto, device="cpu", allow_custom=True, quiet=True)
+    finally:
+        unregister("custom", f"{DOMAIN}.SortRows", None)
+    x = np.random.default_rng(5).standard_normal((3, 6)).astype(np.float32)
+    y, indices = run(x)
+    expected_y, expected_indices = reference(proto, x, 0)
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
