@@ -19,8 +19,10 @@ from mlconv.api import load_model, lower_to_core
 from mlconv.backends.openvino_backend import compile_module
 from mlconv.backends.openvino_ir import import_openvino, to_openvino_ir, write_openvino
 from mlconv.dense import to_numpy
+from mlconv.dialects import make_context
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import BackendError
+from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 
 RNG = np.random.default_rng(0)
 
@@ -148,17 +150,42 @@ def _light(name: str) -> Path:
     return Path(onnx.__file__).parent / "backend/test/data/light" / f"light_{name}.onnx"
 
 
-def test_round_trip_through_the_reader(tmp_path):
+def _asymmetric_model() -> onnx.ModelProto:
+    """Attributes whose order matters: a 3x1 kernel, strides (2, 1), pads (1, 0, 0, 2), a
+    transpose, an asymmetric pool and a Gelu with tanh."""
+    w = RNG.standard_normal((4, 3, 3, 1)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], strides=[2, 1], pads=[1, 0, 0, 2], name="c"),
+        helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 1], strides=[1, 2], name="p"),
+        helper.make_node("Transpose", ["p"], ["t"], perm=[0, 2, 3, 1], name="t"),
+        helper.make_node("Gelu", ["t"], ["y"], approximate="tanh", name="g"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "asymmetric",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "asymmetric"])
+def test_round_trip_through_the_reader(tmp_path, name):
     import numerics
 
-    model = numerics.randomize_weights(onnx.load(_light("squeezenet")), 0, image_size=64)
+    if name == "asymmetric":
+        model = _asymmetric_model()
+    else:
+        model = numerics.randomize_weights(onnx.load(_light(name)), 0, image_size=64)
     module = _core(model)
+    CoreInferShapesPass().apply(make_context(), module)
     xml_path, bin_path = write_openvino(module, tmp_path / "m.xml")
     back = import_openvino(xml_path)
     assert _structure(back) == _structure(module)
-    x = RNG.uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)
-    (a,) = mlconv.compile(module.clone(), device="cpu")(x)
-    (b,) = mlconv.compile(back, device="cpu")(x)
+    inputs = numerics.random_inputs(module, seed=1)
+    (a,) = mlconv.compile(module.clone(), device="cpu")(*inputs)
+    (b,) = mlconv.compile(back, device="cpu")(*inputs)
     np.testing.assert_array_equal(a, b)
 
 
