@@ -76,16 +76,11 @@ def report(missing: Missing, dialect: str, target: str = "core", context: str = 
 
 
 def check(
-    ops: Iterable[Operation],
-    dialect: str,
-    *,
-    target: str = "core",
-    version: Callable[[Operation], int | None] = no_version,
-    name: Callable[[Operation], str] = op_name,
-    context: str = "",
+    ops: Iterable[Operation], dialect: str, *, target: str = "core", context: str = "", **keys: Any
 ) -> None:
-    """Raise the unsupported report when any op of `ops` has no pattern."""
-    missing = unsupported(ops, dialect, target=target, version=version, name=name)
+    """Raise the unsupported report when any op of `ops` has no pattern (`keys`: the
+    `version` and `name` functions of `unsupported`)."""
+    missing = unsupported(ops, dialect, target=target, **keys)
     if missing:
         raise PassFailure(report(missing, dialect, target, context))
 

@@ -18,16 +18,6 @@ from mlconv.passes.lowering.builder import Builder
 
 INPUTS = Path(__file__).parents[1] / "filecheck" / "passes" / "Inputs"
 
-TFLITE_UNSUPPORTED = """
-func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %a = "tflite.CUMSUM"(%x) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("first")
-  %b = "tflite.RELU"(%a) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("relu")
-  %c = "tflite.ELU"(%b) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("second")
-  %d = "tflite.ELU"(%c) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("third")
-  func.return %d : tensor<4xf32>
-}
-"""
-
 CORE_UNSUPPORTED = """
 func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
   %a = "core.Erf"(%x) : (tensor<1x4xf32>) -> tensor<1x4xf32> loc("erf")
@@ -63,7 +53,7 @@ def test_every_framework_reports_unsupported_ops_in_one_format():
     reports = {
         "onnx": _refusal("onnx-to-core", (INPUTS / "onnx-unsupported.mlir").read_text()),
         "tf": _refusal("tf-to-core", (INPUTS / "tf-unsupported.mlir").read_text()),
-        "tflite": _refusal("tflite-to-core", TFLITE_UNSUPPORTED),
+        "tflite": _refusal("tflite-to-core", (INPUTS / "tflite-unsupported.mlir").read_text()),
         "core": _refusal("core-to-tflite", CORE_UNSUPPORTED),
     }
     for dialect, message in reports.items():

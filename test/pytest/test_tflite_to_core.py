@@ -13,6 +13,7 @@ tflite-op-versions, write) and must compute the same.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -238,15 +239,8 @@ def test_export_round_trip(models, name, tmp_path):
 def test_unsupported_operators_listed_at_once():
     from xdsl.parser import Parser
 
-    text = """
-    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-      %a = "tflite.CUMSUM"(%x) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("first")
-      %b = "tflite.RELU"(%a) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("relu")
-      %c = "tflite.ELU"(%b) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("second")
-      %d = "tflite.ELU"(%c) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32> loc("third")
-      func.return %d : tensor<4xf32>
-    }
-    """
+    inputs = Path(__file__).parents[1] / "filecheck" / "passes" / "Inputs"
+    text = (inputs / "tflite-unsupported.mlir").read_text()
     module = Parser(make_context(), text).parse_module()
     with pytest.raises(PassFailure) as error:
         TfliteToCorePass().apply(make_context(), module)
