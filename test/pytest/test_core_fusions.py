@@ -187,14 +187,11 @@ def test_keras_efficientnet_swish(keras_saved_model) -> None:
     """EfficientNetB0: every swish activation (x * sigmoid(1 * x)) becomes Swish, the SE
     blocks' sigmoid gates stay; the batch norms go into the filters, the ZeroPadding2D before
     the strided depthwise convolutions into their pads."""
-    folder, image, reference = keras_saved_model("EfficientNetB0")
+    folder, _, _ = keras_saved_model("EfficientNetB0")
     before = _keras_before_fuse(folder)
     after = numerics.apply_passes(before, "core-fuse")
-    # One interpretation (EfficientNet op by op takes a minute on CI's cores): the fused IR
-    # against TensorFlow, which the fixture has shown to move with the input; the IR before
-    # core-fuse against TensorFlow is test_tf_to_core's.
-    outputs = numerics.interpret(after, [image])
-    numerics.assert_scaled_close(outputs, [reference], RTOL_MODEL, "fused against TensorFlow")
+    # Counts only: interpreting EfficientNet op by op takes a minute on CI's cores, and
+    # test_tf_to_core compiles this model (core-fuse included) and compares with TensorFlow.
     old, new = op_counts(before), op_counts(after)
     assert new["core.Swish"] == 49 and new["core.Sigmoid"] == 16, new
     assert old["core.Pad"] == 5 and new["core.Pad"] == 1  # the first one is NHWC, transposed
@@ -247,7 +244,7 @@ def test_torchvision_fusions(exported, name: str, fused: dict[str, int]) -> None
     folder = exported((name, "torchscript"))
     proto = onnx.load(str(exported_models.model_file(folder, "torchscript")))
     refs = exported_models.references(folder)
-    (image,), reference = refs[1]
+    (image,), _ = refs[1]
     shapes = f"{proto.graph.input[0].name}:{','.join(map(str, image.shape))}"
     before = numerics.apply_passes(
         import_onnx(proto),
@@ -257,7 +254,5 @@ def test_torchvision_fusions(exported, name: str, fused: dict[str, int]) -> None
     after = numerics.apply_passes(before, "core-fuse")
     counts = op_counts(after)
     assert {op: counts[op] for op in fused} == fused
-    # The fused IR against PyTorch (the reference moves with the input: exported_models).
-    sensitivity.assert_input_sensitive(reference, refs[-1][1], rtol=RTOL_MODEL, what=name)
-    outputs = numerics.interpret(after, [image])
-    numerics.assert_scaled_close(outputs, [reference], RTOL_MODEL, f"{name} fused against torch")
+    # Counts only: test_exporters_torch compiles the same export (core-fuse included) and
+    # compares with PyTorch; the numerics of each fusion are the lit cases' above.
