@@ -34,28 +34,25 @@ from mlconv.errors import OptionError
 def _stack(
     arrays: list[np.ndarray], shape: Sequence[int], name: str, where: str
 ) -> list[np.ndarray]:
-    """Split the dataset's array for one input into calls of the input's `shape`."""
-    out: list[np.ndarray] = []
+    """The dataset's arrays for one input (whole calls, batches of samples, or single samples)
+    cut into calls of the input's `shape` (samples that do not fill a last call are left out)."""
+    shape = tuple(shape)
+    if not shape:
+        return [np.asarray(a).reshape(()) for a in arrays]
+    rows: list[np.ndarray] = []
     for array in arrays:
         sample = np.asarray(array)
-        if tuple(sample.shape) == tuple(shape):
-            out.append(sample)
-        elif (
-            shape
-            and tuple(sample.shape[1:]) == tuple(shape[1:])
-            and sample.shape[0] % shape[0] == 0
-        ):
-            out += list(sample.reshape((-1, *shape)))
-        elif tuple(sample.shape[1:]) == tuple(shape):
-            out += list(sample)
-        elif shape and shape[0] == 1 and tuple(sample.shape) == tuple(shape[1:]):
-            out.append(sample[None])
+        if sample.shape[1:] == shape[1:]:
+            rows += list(sample)
+        elif sample.shape == shape[1:]:
+            rows.append(sample)
         else:
             raise OptionError(
                 f"{where}: input '{name}' has shape {'x'.join(map(str, sample.shape))}, the "
                 f"model takes {'x'.join(map(str, shape))} per call"
             )
-    return out
+    batch = shape[0]
+    return [np.stack(rows[i : i + batch]) for i in range(0, len(rows) - batch + 1, batch)]
 
 
 def load_representative_dataset(
@@ -246,15 +243,20 @@ def compare_outputs(
     reference: Sequence[Sequence[np.ndarray]], quantized: Sequence[Sequence[np.ndarray]], names
 ) -> list[dict]:
     """Per output: top-1 agreement (argmax over the last axis, per row) and relative error
-    (max |q - f| / max |f| per call; mean and max over the calls)."""
+    (max |q - f| / max |f| per sample, the first axis of a batched output; mean and max)."""
     rows = []
     for index, name in enumerate(names):
         errors, agree, total = [], 0, 0
         for ref, got in zip(reference, quantized, strict=True):
             f = np.asarray(ref[index], np.float64)
             q = np.asarray(got[index], np.float64)
-            scale = np.abs(f).max()
-            errors.append(float(np.abs(q - f).max() / scale) if scale else float(np.abs(q).max()))
+            rows_f = f.reshape(f.shape[0], -1) if f.ndim >= 2 else f.reshape(1, -1)
+            rows_q = q.reshape(rows_f.shape)
+            for fr, qr in zip(rows_f, rows_q, strict=True):
+                scale = np.abs(fr).max()
+                errors.append(
+                    float(np.abs(qr - fr).max() / scale) if scale else float(np.abs(qr).max())
+                )
             if f.ndim >= 1 and f.shape[-1] > 1:
                 fa = f.reshape(-1, f.shape[-1]).argmax(-1)
                 qa = q.reshape(-1, q.shape[-1]).argmax(-1)
@@ -327,7 +329,8 @@ def quantize_for_tpu(module: ModuleOp, quantization, device: str = "cpu") -> Qua
     quantize_module(module, mode)
     run_passes([CoreToTpuPass()], module)
     products = quantize_tpu_module(module)
-    report = QuantizationReport(method, products, len(calls) if mode == "static" else 0)
+    rows = sum(int(c[0].shape[0]) if c and c[0].ndim else 1 for c in calls)
+    report = QuantizationReport(method, products, rows if mode == "static" else 0)
     if reference is not None:
         from mlconv.backends.jax_backend import compile_module
 

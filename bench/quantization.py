@@ -1,0 +1,100 @@
+"""Post-training int8 quantization: mlconv (static, dynamic, weight-only) beside TFLite's own
+full-integer converter on the same Keras model, calibration set and evaluation set.
+
+    python bench/quantization.py --model mobilenetv2 --size 96 --calibration 100 --eval 500
+
+Each quantized model is compared with the Keras float model on the evaluation images: top-1
+agreement and relative error (per image max |q - f| / max |f|; mean and max over images). The
+models are test/pytest/quant_models.py's (random weights, BatchNorm statistics from real
+activations, fixed seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "pytest"))
+
+import quant_models  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mobilenetv2", choices=sorted(quant_models.APPS))
+    parser.add_argument("--size", type=int, default=96)
+    parser.add_argument("--calibration", type=int, default=100)
+    parser.add_argument("--eval", type=int, default=500)
+    parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--modes", default="STATIC_RANGE,DYNAMIC_RANGE,WEIGHT_ONLY")
+    args = parser.parse_args()
+
+    import mlconv
+    from mlconv.tools.mlconv_convert import convert
+
+    model = quant_models.build(args.model, args.size)
+    calibration = quant_models.images(1, args.calibration, args.size)
+    data = quant_models.images(2, args.eval, args.size)
+    reference = model.predict(data, batch_size=args.batch, verbose=0)
+    rows = []
+    start = time.perf_counter()
+    flatbuffer = quant_models.tflite_int8(model, calibration)
+    tflite = quant_models.run_tflite(flatbuffer, data)
+    rows.append(
+        (
+            "TFLite int8 (full integer)",
+            *quant_models.agreement(reference, tflite),
+            time.perf_counter() - start,
+        )
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = quant_models.save(model, Path(tmp) / "saved_model")
+        np.savez(Path(tmp) / "calibration.npz", image=calibration)
+        for mode in args.modes.split(","):
+            start = time.perf_counter()
+            out = Path(tmp) / mode
+            options = (
+                "disable_default_optimizations: true external_feature_configs { "
+                f"quantization_options {{ quantization_method: {mode} representative_datasets {{ "
+                f'key: "serving_default" value {{ npz_file_path: "{tmp}/calibration.npz" }} }} }} }}'
+            )
+            convert(
+                str(folder),
+                str(out),
+                options,
+                input_shapes=f"image:{args.batch},{args.size},{args.size},3",
+            )
+            served = mlconv.load(str(out))
+            got = np.concatenate(
+                [
+                    np.asarray(served(data[i : i + args.batch])[0])
+                    for i in range(0, len(data), args.batch)
+                ]
+            )
+            rows.append(
+                (
+                    f"mlconv {mode}",
+                    *quant_models.agreement(reference, got),
+                    time.perf_counter() - start,
+                )
+            )
+    print(
+        f"{args.model} {args.size}x{args.size}, calibrated on {args.calibration}, evaluated on {args.eval} images"
+    )
+    print(
+        f"{'':32} {'top-1 agreement':>16} {'rel err mean':>13} {'rel err max':>12} {'seconds':>8}"
+    )
+    for name, top1, mean, worst, seconds in rows:
+        print(
+            f"{name:32} {100 * top1:15.1f}% {100 * mean:12.2f}% {100 * worst:11.2f}% {seconds:8.1f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
