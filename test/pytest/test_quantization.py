@@ -278,3 +278,57 @@ def test_keras_cnn_quantized(keras_cnn, tmp_path, method: str) -> None:
     drop, ratio = BARS[method]
     assert agree >= tflite[0] - drop and mean <= ratio * tflite[1], (agree, mean, worst, tflite)
     assert mean > 1e-4  # quantized: float would agree to ~1e-6
+
+
+def test_convert_core_model_and_bad_dataset(tmp_path, capsys) -> None:
+    """mlconv-convert on a core .mlir model with the default optimizations (bfloat16, IO
+    shapes) on: the artifact runs and stays near float; a missing dataset is one line, exit 1."""
+    import mlconv
+    from mlconv.tools.mlconv_convert import main
+
+    module = _calibrated_core_model()
+    for op in module.walk():
+        op.attributes.pop("mlconv.input_range", None)  # calibration finds the ranges itself
+    model = tmp_path / "model.mlir"
+    model.write_text(str(module))
+    x = np.random.default_rng(4).uniform(-1.5, 3.5, [40, 3, 7, 7]).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+    options = (
+        "external_feature_configs { quantization_options { representative_datasets { key: "
+        f'"serving_default" value {{ npz_file_path: "{tmp_path}/calib.npz" }} }} }} }}'
+    )
+    assert (
+        main(
+            [
+                str(model),
+                "-o",
+                str(tmp_path / "out"),
+                "--quiet",
+                "--converter-options-string",
+                options,
+            ]
+        )
+        == 0
+    )
+    report = (tmp_path / "out" / "quantization_report.txt").read_text()
+    assert "Products: 3 int8 x int8 -> int32" in report and "Calibrated on 40 samples" in report
+    got = mlconv.load(str(tmp_path / "out"))(x[:2])[0]
+    want = run_module(_calibrated_core_model(), [x[:2]])[0]
+    assert 0 < np.abs(got - want).max() <= 0.05 * np.abs(want).max()
+    missing = options.replace("calib.npz", "nowhere.npz")
+    assert (
+        main(
+            [
+                str(model),
+                "-o",
+                str(tmp_path / "bad"),
+                "--quiet",
+                "--converter-options-string",
+                missing,
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("nowhere.npz: representative dataset not found"), err
+    assert not (tmp_path / "bad").exists()
