@@ -36,6 +36,19 @@ _CONVOLUTIONS = (cc.ConvolutionOp, cc.GroupConvolutionOp)
 _LINEAR = (cc.ConvolutionOp, cc.GroupConvolutionOp, nn.MatMulOp)
 
 
+def _integer_emulation(linear) -> bool:
+    """Whether `linear` computes on whole-number weights: an exact integer computation (the
+    int8 TFLite lowering accumulates q_in x q_w in float32 below 2**24, then requantizes with
+    one rounding). Scaling such weights, or distributing a scale over its bias, adds roundings
+    that move results by a quantization step, so the folding leaves it alone."""
+    weights = constant_value(linear.operands[1])
+    return (
+        weights is not None
+        and np.issubdtype(weights.dtype, np.floating)
+        and bool(np.all(np.floor(weights) == weights))
+    )
+
+
 def _channel_scale(c: np.ndarray, rank: int, axis: int) -> np.ndarray | None:
     """c as a vector along `axis` of a rank-`rank` result (length 1 or the channel count),
     or None if c varies along another dim or has a larger rank."""
@@ -150,6 +163,8 @@ class FuseMultiplyIntoLinear(RewritePattern):
             weights = constant_value(linear.operands[1])
             if weights is None or not np.issubdtype(weights.dtype, np.floating):
                 continue
+            if _integer_emulation(linear):
+                continue
             rank = len(y.type.get_shape())
             if isinstance(linear, nn.MatMulOp):
                 new = self._matmul(linear, weights, scale, rank)
@@ -194,6 +209,8 @@ class FuseConstantChains(RewritePattern):
                     continue
                 if isinstance(op, ew.MultiplyOp) and isinstance(inner, ew.AddOp):
                     if not isinstance(y.owner, _LINEAR) or not single(y):
+                        continue
+                    if _integer_emulation(y.owner):
                         continue
                     scale = constant(outer, op.location)
                     shift = constant((first * outer).astype(outer.dtype), op.location)

@@ -79,6 +79,9 @@ def test_schema_numbers_are_the_seeds():
         "bfloat16_optimization": 201,
         "bfloat16_optimization_options": 203,
         "xla_sharding_options": 204,
+        # mlconv's extension: the block the seed's quantization example writes, which its
+        # schema listing leaves out.
+        "external_feature_configs": 300,
     }
     tpu = {f.name: (f.number, f.containing_oneof.name) for f in pb.TpuFunction.DESCRIPTOR.fields}
     assert tpu == {
