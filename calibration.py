@@ -132,7 +132,7 @@ def quantizable_ops(module: ModuleOp) -> list[Operation]:
 
 def _probe_module(module: ModuleOp) -> tuple[ModuleOp, int]:
     """A copy of `module` whose @main also returns the data input of each quantizable op."""
-    from mlconv.backends.jax_backend import find_main
+    from mlconv.backends.module_io import find_main
 
     probe = module.clone()
     main = find_main(probe, "calibrate")
@@ -276,7 +276,7 @@ def compare_outputs(
 
 
 def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], list[np.dtype]]:
-    from mlconv.backends.jax_backend import find_main
+    from mlconv.backends.module_io import find_main
     from mlconv.dense import numpy_dtype
     from mlconv.passes.core_to_tpu import input_name
 
@@ -289,10 +289,10 @@ def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], li
 
 
 def output_names(module: ModuleOp) -> list[str]:
-    from mlconv.backends.jax_backend import _names, find_main
+    from mlconv.backends.module_io import find_main, value_names
 
     main = find_main(module, "quantize")
-    return _names(main.res_attrs, len(main.function_type.outputs.data), "output")
+    return value_names(main.res_attrs, len(main.function_type.outputs.data), "output")
 
 
 def quantize_for_tpu(module: ModuleOp, quantization, device: str = "cpu") -> QuantizationReport:

@@ -66,7 +66,8 @@ def save_artifact(
     `sharding` (a backends.sharding.MeshSpec) each function is exported for that device mesh
     (XLA SPMD); the SavedModel form holds the functions for one device."""
     from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
-    from mlconv.backends.jax_backend import HOST_PRIMITIVES, _names, find_main
+    from mlconv.backends.jax_backend import HOST_PRIMITIVES
+    from mlconv.backends.module_io import find_main, value_names
     from mlconv.dialects import tpu
 
     main = find_main(module)
@@ -122,7 +123,7 @@ def save_artifact(
         "outputs": [
             {"name": name, "value": ref}
             for name, ref in zip(
-                _names(main.res_attrs, len(outputs), "output"), outputs, strict=True
+                value_names(main.res_attrs, len(outputs), "output"), outputs, strict=True
             )
         ],
         "functions": functions,

@@ -14,10 +14,11 @@ import jax
 import numpy as np
 from jax import lax
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.backends.inputs import InputSpec, bind_inputs
+from mlconv.backends.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
@@ -146,33 +147,14 @@ class CompiledModule:
     def __init__(self, module: ModuleOp, device: str | None = None):
         self.device = pick_device(device)
         main = find_main(module)
-        self.input_names = _names(main.arg_attrs, len(main.body.block.args), "input")
-        self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
+        self.input_names = value_names(main.arg_attrs, len(main.body.block.args), "input")
+        self.output_names = value_names(main.res_attrs, len(main.function_type.outputs), "output")
         self.input_specs = InputSpec.from_main(main)
         self._program = _compile_body(main.body.block, self.device)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
         return [np.asarray(r) for r in self._program(*arrays)]
-
-
-def _names(attrs: Any, count: int, prefix: str) -> list[str]:
-    names = []
-    for index in range(count):
-        entry = attrs.data[index].data.get("mlconv.name") if attrs is not None else None
-        names.append(entry.data if isinstance(entry, StringAttr) else f"{prefix}{index}")
-    return names
-
-
-def find_main(module: ModuleOp, purpose: str = "run") -> func.FuncOp:
-    """`@main`, or the module's only function; `purpose` words the error when there is none."""
-    functions = [op for op in module.ops if isinstance(op, func.FuncOp) and not op.is_declaration]
-    for function in functions:
-        if function.sym_name.data == "main":
-            return function
-    if len(functions) == 1:
-        return functions[0]
-    raise BackendError(f"module has no func.func @main to {purpose}")
 
 
 HOST_PRIMITIVES = frozenset({"reshape"})

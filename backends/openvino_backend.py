@@ -71,7 +71,7 @@ def compile_module(module: ModuleOp, device: str | None = None) -> OpenVinoModul
     """A callable running the core module's @main in OpenVINO on `device` (cpu)."""
     import openvino as ov
 
-    from mlconv.backends.openvino_ir import _main, _names
+    from mlconv.backends.module_io import find_main, value_names
 
     if device not in DEVICES:
         raise BackendError(f"the openvino backend runs on the cpu, not on '{device}'")
@@ -80,6 +80,6 @@ def compile_module(module: ModuleOp, device: str | None = None) -> OpenVinoModul
         compiled = ov.Core().compile_model(model, DEVICES[device], PRECISE)
     except RuntimeError as error:
         raise BackendError(f"OpenVINO cannot compile the model: {ov_message(error)}") from None
-    function = _main(module)
-    names = _names(function.arg_attrs, len(function.body.block.args), "input_")
+    function = find_main(module, "run in OpenVINO")
+    names = value_names(function.arg_attrs, len(function.body.block.args), "input_")
     return OpenVinoModule(compiled, names)

@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Region, SSAValue
 
+from mlconv.backends.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp
@@ -51,23 +52,6 @@ from mlconv.passes.core_op_versions import ATTRIBUTE as OPSET
 from mlconv.passes.lowering import lookup
 
 IR_VERSION = "11"
-
-
-def _main(module: ModuleOp) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            return op
-    raise BackendError("the module has no func.func @main to write as OpenVINO IR")
-
-
-def _names(attrs: ArrayAttr | None, count: int, prefix: str) -> list[str]:
-    names = [f"{prefix}{i}" for i in range(count)]
-    for i, entry in enumerate(attrs.data if attrs else []):
-        if isinstance(entry, DictionaryAttr) and isinstance(
-            name := entry.data.get("mlconv.name"), StringAttr
-        ):
-            names[i] = name.data
-    return names
 
 
 def _element(value: SSAValue, where) -> tuple[str, str, list[int]]:
@@ -315,7 +299,7 @@ def to_openvino_ir(
     """The .xml text and .bin bytes of the core module's @main."""
     from mlconv.backends.openvino_layers import Refused
 
-    function = _main(module)
+    function = find_main(module, "write as OpenVINO IR")
     body = function.body.block
     errors = _unsupported(body)
     if errors:
@@ -330,9 +314,9 @@ def to_openvino_ir(
         if isinstance(op, CoreOp) and op.name != "core.Constant":
             _check_types(op)
     writer = _Writer(compress_to_fp16)
-    arg_names = _names(function.arg_attrs, len(body.args), "input_")
+    arg_names = value_names(function.arg_attrs, len(body.args), "input_")
     ret = body.last_op
-    res_names = _names(function.res_attrs, len(ret.operands), "output_")
+    res_names = value_names(function.res_attrs, len(ret.operands), "output_")
     port_names: dict[SSAValue, str] = {}
     for value, res_name in zip(ret.operands, res_names, strict=True):
         port_names[value] = ",".join(filter(None, [port_names.get(value), res_name]))

@@ -25,7 +25,8 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.backends.inputs import InputSpec, bind_inputs
-from mlconv.backends.jax_backend import CompiledModule, _names, compile_module, find_main
+from mlconv.backends.jax_backend import CompiledModule, compile_module
+from mlconv.backends.module_io import find_main, value_names
 from mlconv.dense import element_type
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
@@ -93,8 +94,8 @@ class SpecializingModule:
         self.cache_size = cache_size
         main = find_main(module)
         args = main.body.block.args
-        self.input_names = _names(main.arg_attrs, len(args), "input")
-        self.output_names = _names(main.res_attrs, len(main.function_type.outputs), "output")
+        self.input_names = value_names(main.arg_attrs, len(args), "input")
+        self.output_names = value_names(main.res_attrs, len(main.function_type.outputs), "output")
         self.input_specs = InputSpec.from_main(main)
         self.bound = value_inputs(main)
         self.compilations = 0

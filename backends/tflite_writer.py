@@ -22,16 +22,14 @@ import flatbuffers
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
     ModuleOp,
     NameLoc,
     NoneType,
     ShapedType,
-    StringAttr,
 )
 from xdsl.ir import SSAValue
 
+from mlconv.backends.module_io import find_main, value_names
 from mlconv.dialects import tflite
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.errors import BackendError
@@ -39,23 +37,6 @@ from mlconv.frontends.tflite_importer import tflite_schema
 from mlconv.passes.tflite_op_versions import min_runtime, runtime_key, tflite_type
 
 RUNTIME_METADATA = "min_runtime_version"
-
-
-def _main(module: ModuleOp) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            return op
-    raise BackendError("the module has no func.func @main to write as a TFLite model")
-
-
-def _names(attrs: ArrayAttr | None, count: int, prefix: str) -> list[str]:
-    names = [f"{prefix}{i}" for i in range(count)]
-    for i, entry in enumerate(attrs.data if attrs else []):
-        if isinstance(entry, DictionaryAttr) and isinstance(
-            name := entry.data.get("mlconv.name"), StringAttr
-        ):
-            names[i] = name.data
-    return names
 
 
 def _loc_name(op) -> str | None:
@@ -161,11 +142,11 @@ class _Writer:
         return new
 
     def model(self, module: ModuleOp) -> bytes:
-        main = _main(module)
+        main = find_main(module, "write as a TFLite model")
         block = main.body.block
         graph = self.s.SubGraphT()
         graph.name = "main"
-        inputs = _names(main.arg_attrs, len(block.args), "input_")
+        inputs = value_names(main.arg_attrs, len(block.args), "input_")
         for arg, name in zip(block.args, inputs, strict=True):
             self.tensor(arg, name)
         returned = block.last_op
@@ -174,7 +155,7 @@ class _Writer:
         out_names = dict(
             zip(
                 returned.operands,
-                _names(main.res_attrs, len(returned.operands), "output_"),
+                value_names(main.res_attrs, len(returned.operands), "output_"),
                 strict=True,
             )
         )

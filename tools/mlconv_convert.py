@@ -137,7 +137,7 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
     from xdsl.ir import Block, Region
 
-    from mlconv.backends.jax_backend import _names, find_main
+    from mlconv.backends.module_io import find_main, value_names
 
     mains = [find_main(m) for m in modules]
     block = Block(arg_types=[a.type for m in mains for a in m.body.block.args])
@@ -145,7 +145,7 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
     returned, in_names, out_names = [], [], []
     for name, main in zip(names, mains, strict=True):
         body = main.body.block
-        in_names += [f"{name}.{n}" for n in _names(main.arg_attrs, len(body.args), "input")]
+        in_names += [f"{name}.{n}" for n in value_names(main.arg_attrs, len(body.args), "input")]
         for old in body.args:
             old.replace_all_uses_with(next(args))
         for op in list(body.ops):
@@ -153,7 +153,7 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
             if isinstance(op, func.ReturnOp):
                 returned += list(op.operands)
                 out_names += [
-                    f"{name}.{n}" for n in _names(main.res_attrs, len(op.operands), "output")
+                    f"{name}.{n}" for n in value_names(main.res_attrs, len(op.operands), "output")
                 ]
                 op.operands = ()
                 op.erase()
