@@ -188,17 +188,13 @@ def _aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
 
 def _main_inputs(module) -> list[tuple[str, tuple[int, ...], Any]]:
     """(name, shape with `?` as 1, numpy dtype) of each `@main` argument."""
-    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
-
-    from mlconv.backends.jax_backend import find_main
+    from mlconv.backends.module_io import find_main, value_names
     from mlconv.dense import numpy_dtype
 
     main = find_main(module, "compare")
+    args = main.body.block.args
     found = []
-    for index, arg in enumerate(main.body.block.args):
-        entry = main.arg_attrs.data[index] if main.arg_attrs is not None else None
-        value = entry.data.get("mlconv.name") if isinstance(entry, DictionaryAttr) else None
-        name = value.data if isinstance(value, StringAttr) else f"arg{index}"
+    for name, arg in zip(value_names(main.arg_attrs, len(args), "arg"), args, strict=True):
         shape = tuple(d if d >= 0 else 1 for d in arg.type.get_shape())
         found.append((name, shape, numpy_dtype(arg.type.get_element_type())))
     return found

@@ -126,8 +126,9 @@ def _names_from_mlir(path: str) -> tuple[list[str], list[str]] | None:
 
 def names_of_module(module: Any) -> tuple[list[str], list[str]] | None:
     """The `mlconv.name`s of `@main`'s arguments and results (`argN`/`resultN` where absent)."""
-    from xdsl.dialects.builtin import DictionaryAttr, StringAttr
     from xdsl.dialects.func import FuncOp
+
+    from mlconv.backends.module_io import value_names
 
     main = next((op for op in module.walk() if isinstance(op, FuncOp)), None)
     for op in module.walk():
@@ -135,19 +136,10 @@ def names_of_module(module: Any) -> tuple[list[str], list[str]] | None:
             main = op
     if main is None:
         return None
-
-    def names(attrs: Any, count: int, prefix: str) -> list[str]:
-        result = []
-        for i in range(count):
-            entry = attrs.data[i] if attrs is not None and i < len(attrs.data) else None
-            value = entry.data.get("mlconv.name") if isinstance(entry, DictionaryAttr) else None
-            result.append(value.data if isinstance(value, StringAttr) else f"{prefix}{i}")
-        return result
-
     function_type = main.function_type
     return (
-        names(main.arg_attrs, len(function_type.inputs.data), "arg"),
-        names(main.res_attrs, len(function_type.outputs.data), "result"),
+        value_names(main.arg_attrs, len(function_type.inputs.data), "arg"),
+        value_names(main.res_attrs, len(function_type.outputs.data), "result"),
     )
 
 
