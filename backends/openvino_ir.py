@@ -73,7 +73,7 @@ def _element(value: SSAValue, where) -> tuple[str, str, list[int]]:
 
 def _check_types(op: CoreOp) -> None:
     """The op's declared result types against the types its semantics infer."""
-    from mlconv.passes.core_semantics import infer_result_types
+    from mlconv.semantics.shapes import infer_result_types
 
     try:
         inferred = infer_result_types(op)
@@ -359,23 +359,16 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
     return xml_path, bin_path
 
 
-# The core passes before writing, as ovc runs its own: types everywhere, constant subgraphs
-# folded (a bias's Unsqueeze), OpenVINO's fused ops
-# (Swish, Gelu, MVN, ...), each op at the lowest opset that has what it uses.
-EXPORT_PASSES = ("core-infer-shapes", "core-fold-constants", "core-fuse", "core-op-versions")
-
-
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
-    """mlconv-translate --export-openvino: lower framework dialects to core, run
-    `EXPORT_PASSES`, then write the .xml and .bin."""
+    """mlconv-translate --export-openvino: lower framework dialects to core, run the
+    registered `core-to-openvino` pipeline, then write the .xml and .bin."""
     from mlconv.api import framework_dialects, lower_to_core
     from mlconv.dialects import make_context
     from mlconv.passes import get_pass
 
     if framework_dialects(module):
         lower_to_core(module)
-    for name in EXPORT_PASSES:
-        get_pass(name)().apply(make_context(), module)
+    get_pass("core-to-openvino")().apply(make_context(), module)
     write_openvino(module, path, compress_to_fp16=compress_to_fp16)
 
 

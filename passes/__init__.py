@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+import mlconv.semantics  # noqa: F401 - passes run semantics and jax on int64 (jax_enable_x64)
+
 
 def _lazy(module: str, attribute: str) -> Callable[[], type[ModulePass]]:
     return lambda: getattr(importlib.import_module(module), attribute)
@@ -23,7 +25,9 @@ def _ours(module: str, attribute: str) -> Callable[[], type[ModulePass]]:
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # upstream xDSL
     "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": _lazy("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
+    "cse": _lazy(
+        "xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"
+    ),
     "dce": _lazy("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
     # onnx
     "onnx-to-core": _ours("onnx_to_core", "OnnxToCorePass"),
@@ -61,6 +65,7 @@ PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {
     "tflite-to-tpu": _ours("pipelines", "TfliteToTpuPipeline"),
     "core-to-tpu-pipeline": _ours("pipelines", "CoreToTpuPipeline"),
     "core-to-tflite-pipeline": _ours("pipelines", "CoreToTflitePipeline"),
+    "core-to-openvino": _ours("pipelines", "CoreToOpenvinoPipeline"),
 }
 
 

@@ -166,3 +166,27 @@ class CoreToTflitePipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(self.passes(), op, ctx)
+
+
+@dataclass(frozen=True)
+class CoreToOpenvinoPipeline(ModulePass):
+    """Core ops ready for the OpenVINO IR writer: core-infer-shapes, core-fold-constants,
+    core-fuse, core-op-versions{target-opset} (what `export_openvino` runs before writing)."""
+
+    name = "core-to-openvino"
+    target_opset: int = 0
+
+    def passes(self) -> list[ModulePass]:
+        from mlconv.passes.core_op_versions import CoreOpVersionsPass
+
+        # As ovc runs its own: types everywhere, constant subgraphs folded (a bias's Unsqueeze),
+        # OpenVINO's fused ops (Swish, Gelu, MVN, ...), each op at the lowest opset it needs.
+        return [
+            CoreInferShapesPass(),
+            CoreFoldConstantsPass(),
+            CoreFusePass(),
+            CoreOpVersionsPass(target_opset=self.target_opset),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        run_passes(self.passes(), op, ctx)
