@@ -11,6 +11,8 @@ JAX as one XLA program per `tpu.region`.
 
 from __future__ import annotations
 
+import functools
+import gc
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -112,6 +114,26 @@ def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
     return module
 
 
+def _gc_paused(fn):
+    """`fn` with Python's cyclic garbage collector off while it runs: the passes allocate
+    millions of small IR objects, and the collections this triggers walk every live object of
+    jax and xDSL (~25% of the passes' time on light ResNet50). Garbage is collected afterwards
+    as usual."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper
+
+
+@_gc_paused
 def compile(  # noqa: A001 - the API the design names
     model: Any,
     device: str | None = None,
