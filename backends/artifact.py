@@ -5,6 +5,9 @@
     OUTDIR/tpu/<function>.jaxexport  each TPU function as a serialized `jax.export.Exported`
                                    (StableHLO with its weights, lowered for cpu, cuda and tpu)
     OUTDIR/tpu/<function>.mlir     the same function as StableHLO text, for XLA tools
+    OUTDIR/tpu/<function>.weights  with xla_sharding_options: the function's weights as raw
+                                   bytes, arguments placed split over the mesh at load
+                                   (backends/sharding.py)
     OUTDIR/saved_model/            the converted model as a TensorFlow SavedModel, the TPU
                                    functions as XlaCallModule ops (backends/saved_model_writer.py);
                                    written when TensorFlow is installed
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from mlconv.backends.inputs import InputSpec, bind_inputs
-from mlconv.backends.sharding import MeshSpec
+from mlconv.backends.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.errors import BackendError
 
 FORMAT = "mlconv-artifact"
@@ -77,6 +80,7 @@ def save_artifact(
     }
     functions = []
     exported = []
+    weights: dict[str, Any] = {}
     # tpu.batch ops (tpu-batch) are seen through; each is also exported whole (backends/batcher.py)
     ops, aliases, batch_ops = flatten_batch_ops(block)
     regions: dict[Any, str] = {}
@@ -88,7 +92,12 @@ def save_artifact(
             for index, result in enumerate(op.results):
                 values[result] = {"function": name, "output": index}
             functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
-            exported.append((name, _export_region(op, sharding)))
+            if sharding is None:
+                exported.append((name, _export_region(op)))
+            else:  # weights split over the mesh, as arguments (backends/sharding.py)
+                weights[name] = export_sharded(op, sharding, PLATFORMS)
+                functions[-1]["weights"] = weights[name].manifest()
+                exported.append((name, weights[name].exported))
         elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:
             # a boundary reshape (tpu-io-shapes), done on the host: recorded in the reference
             origin = _reference(values, aliases.get(op.operands[0], op.operands[0]), op)
@@ -149,6 +158,8 @@ def save_artifact(
         for name, exp in exported:
             (staging / "tpu" / f"{name}.jaxexport").write_bytes(exp.serialize())
             (staging / "tpu" / f"{name}.mlir").write_text(exp.mlir_module())
+        for name, sharded in weights.items():
+            (staging / "tpu" / f"{name}.weights").write_bytes(sharded.payload())
         for name, exp in batched:
             (staging / "tpu" / f"{name}.batched.jaxexport").write_bytes(exp.serialize())
         if write_tf:
@@ -198,9 +209,8 @@ def _spec_json(spec: InputSpec) -> dict[str, Any]:
     }
 
 
-def _export_region(region: Any, sharding: Any = None) -> Any:
-    """The region as a `jax.export.Exported` with its constants inside (static shapes); for
-    the device mesh of `sharding` (a MeshSpec) when one is given."""
+def _export_region(region: Any) -> Any:
+    """The region as a `jax.export.Exported` with its constants inside (static shapes)."""
     import jax
     from jax import export
 
@@ -221,12 +231,7 @@ def _export_region(region: Any, sharding: Any = None) -> Any:
             )
         specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
     body = lambda *args: tuple(_interpret(block, constants, args))  # noqa: E731
-    if sharding is None:
-        return export.export(jax.jit(body), platforms=PLATFORMS)(*specs)
-    mesh = sharding.mesh()
-    shardings = sharding.input_shardings(mesh, [s.shape for s in specs])
-    function = jax.jit(body, in_shardings=shardings)
-    return export.export(function, platforms=PLATFORMS)(*specs)
+    return export.export(jax.jit(body), platforms=PLATFORMS)(*specs)
 
 
 # --------------------------------------------------------------------------- loading
@@ -276,6 +281,11 @@ class LoadedArtifact:
                 raise BackendError(f"{path}: cannot read: {error.strerror}") from None
             self._functions[entry["name"]] = exp
             self._calls[entry["name"]] = _callable(exp, mesh)
+            if entry.get("weights"):  # placed on the mesh once, passed on every call
+                payload = (folder / "tpu" / f"{entry['name']}.weights").read_bytes()
+                self._calls[entry["name"]] = WeightBoundCall(
+                    self._calls[entry["name"]], exp, mesh, read_weights(payload, entry["weights"])
+                )
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         import jax

@@ -497,7 +497,7 @@ class BatchingModel:
             group = self._group.get(entry["name"])
             if group is None:
                 with jax.default_device(self.device):
-                    call = self.loaded._functions[entry["name"]].call  # noqa: SLF001
+                    call = self.loaded._calls[entry["name"]]  # noqa: SLF001
                     results[entry["name"]] = call(*[fetch(ref) for ref in entry["inputs"]])
             elif entry["name"] == group["functions"][0]:
                 outputs = self.batchers[group["name"]]([fetch(r) for r in group["inputs"]])

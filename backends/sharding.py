@@ -12,9 +12,20 @@ devices span, one mesh axis per topology axis (`x`, `y`, `z`, `core`), device `i
 i-th device of the topology (on a CPU host, `jax.devices()[i]`).
 
 Partitioning: each TPU function is exported for the mesh with its inputs split along their
-0th dimension over every mesh axis (when the mesh size divides it; replicated otherwise); XLA's
-SPMD partitioner propagates the sharding through the function. The manifest records the mesh
-(`{"axes", "shape", "devices"}`) so that `mlconv.load` builds the same one without TensorFlow.
+0th dimension over every mesh axis (when the mesh size divides it; replicated otherwise). Its
+weights (the constant kernels of `conv_general_dilated` and the constant operands of
+`dot_general`) are not baked into the program but become arguments after the inputs, each
+split over the whole mesh along the dimension that makes the op's output features (a
+kernel's `out_feature` dimension, a dot operand's last free dimension) when the mesh size
+divides it, replicated otherwise; `export_sharded` returns them with the program. XLA's SPMD
+partitioner propagates the shardings through the function and inserts the collectives (the
+all-gathers of feature-split activations), so every device holds 1/N of each split weight:
+this is how a model grows past one chip. Other constants (biases, scalars) stay in the
+program. The artifact stores the weights as raw bytes (`tpu/<function>.weights`, offsets in
+the manifest entry's `weights`); the loader places each on the mesh with its recorded
+sharding (`jax.device_put` with the export's `NamedSharding`) once and passes the placed
+arrays on every call (`bind_weights`). The manifest records the mesh (`{"axes", "shape",
+"devices"}`) so that `mlconv.load` builds the same one without TensorFlow.
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from mlconv.errors import BackendError, OptionError
 
@@ -116,6 +129,157 @@ class MeshSpec:
             )
             for shape in shapes
         ]
+
+    def weight_spec(self, shape: Sequence[int], dim: int | None) -> Any:
+        """The PartitionSpec of a weight split along `dim` over the whole mesh (None: replicated)."""
+        from jax.sharding import PartitionSpec
+
+        if dim is None:
+            return PartitionSpec()
+        return PartitionSpec(*([None] * dim), self.axes, *([None] * (len(shape) - dim - 1)))
+
+
+# --------------------------------------------------------------------------- weights
+
+WEIGHT_PRIMITIVES = ("conv_general_dilated", "dot_general")
+
+
+def feature_dim(op: Any, operand: int) -> int | None:
+    """The dimension of operand `operand` of `op` (a tpu conv_general_dilated or dot_general)
+    that becomes the op's output features: the kernel's out_feature dimension, a dot
+    operand's last free (neither contracting nor batch) dimension; None where it has none."""
+    params = op.params()
+    if op.PRIMITIVE == "conv_general_dilated":
+        return params["dimension_numbers"].rhs_spec[0] if operand == 1 else None
+    (contracting, batch) = params["dimension_numbers"]
+    used = {*contracting[operand], *batch[operand]}
+    rank = len(op.operands[operand].type.get_shape())
+    free = [d for d in range(rank) if d not in used]
+    return free[-1] if free else None
+
+
+def weight_dims(region: Any, size: int) -> dict[Any, int | None]:
+    """The region's weights (tpu.constant ops used as an operand of conv_general_dilated or
+    dot_general) and the dimension each is split along over `size` devices: the output
+    feature dimension of its first such use when `size` divides it, else None (replicated)."""
+    from mlconv.dialects import tpu
+
+    chosen: dict[Any, int | None] = {}
+    for op in region.body.walk():
+        if not isinstance(op, tpu.ConstantOp):
+            continue
+        shape = tuple(op.output.type.get_shape())
+        for use in op.output.uses:
+            user = use.operation
+            if isinstance(user, tpu.PrimitiveOp) and user.PRIMITIVE in WEIGHT_PRIMITIVES:
+                dim = feature_dim(user, use.index)
+                if dim is not None or op not in chosen:
+                    chosen[op] = dim if dim is not None and shape[dim] % size == 0 else None
+                if chosen[op] is not None:
+                    break
+    return chosen
+
+
+@dataclass
+class ShardedExport:
+    """A TPU function exported for a mesh with its weights as arguments after its inputs."""
+
+    exported: Any
+    weights: list[np.ndarray]
+    dims: list[int | None]
+
+    def manifest(self) -> list[dict[str, Any]]:
+        """The manifest entry's `weights`: dtype, shape, split dimension, byte range."""
+        entries, offset = [], 0
+        for array, dim in zip(self.weights, self.dims, strict=True):
+            entries.append(
+                {
+                    "dtype": array.dtype.name,
+                    "shape": list(array.shape),
+                    "dim": dim,
+                    "offset": offset,
+                    "bytes": array.nbytes,
+                }
+            )
+            offset += array.nbytes
+        return entries
+
+    def payload(self) -> bytes:
+        return b"".join(np.ascontiguousarray(a).tobytes() for a in self.weights)
+
+
+def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> ShardedExport:
+    """`region` (a tpu.region with static shapes) as a `jax.export.Exported` for `spec`'s mesh:
+    inputs split on dimension 0, weights as further arguments split by `weight_dims`."""
+    import jax
+    from jax import export
+
+    from mlconv.backends.jax_backend import _interpret
+    from mlconv.dense import numpy_dtype, to_numpy
+    from mlconv.dialects import tpu
+
+    block = region.body.block
+    dims = weight_dims(region, spec.size)
+    weights = list(dims)
+    constants = {
+        op: to_numpy(op.value)
+        for op in region.body.walk()
+        if isinstance(op, tpu.ConstantOp) and op not in dims
+    }
+    specs = []
+    for arg in block.args:
+        shape = tuple(arg.type.get_shape())
+        if any(d < 0 for d in shape):
+            raise BackendError.at(
+                region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
+            )
+        specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
+    arrays = [to_numpy(op.value) for op in weights]
+    count = len(specs)
+
+    def body(*args: Any) -> tuple[Any, ...]:
+        values = {**constants, **dict(zip(weights, args[count:], strict=True))}
+        return tuple(_interpret(block, values, args[:count]))
+
+    from jax.sharding import NamedSharding
+
+    mesh = spec.mesh()
+    shardings = [
+        *spec.input_shardings(mesh, [s.shape for s in specs]),
+        *(
+            NamedSharding(mesh, spec.weight_spec(a.shape, dims[op]))
+            for op, a in zip(weights, arrays, strict=True)
+        ),
+    ]
+    every = [*specs, *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays)]
+    exported = export.export(jax.jit(body, in_shardings=shardings), platforms=platforms)(*every)
+    return ShardedExport(exported, arrays, [dims[op] for op in weights])
+
+
+def read_weights(payload: bytes, entries: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
+    """The weights `ShardedExport.payload` wrote, by their manifest entries."""
+    return [
+        np.frombuffer(payload, np.dtype(e["dtype"]), math.prod(e["shape"]), e["offset"]).reshape(
+            e["shape"]
+        )
+        for e in entries
+    ]
+
+
+class WeightBoundCall:
+    """A sharded function whose weights were placed on the mesh once (`weights`: jax Arrays,
+    each with its export's NamedSharding); called with the function's inputs only."""
+
+    def __init__(self, call: Any, exported: Any, mesh: Any, weights: Sequence[np.ndarray]):
+        import jax
+
+        self.call = call
+        count = len(exported.in_avals) - len(weights)
+        shardings = exported.in_shardings_jax(mesh)[count:]
+        self.weights = [jax.device_put(w, s) for w, s in zip(weights, shardings, strict=True)]
+
+    def __call__(self, *inputs: Any) -> Any:
+        return self.call(*inputs, *self.weights)
 
 
 def _topology(serialized: bytes) -> tuple[list[int], list[tuple[int, ...]]]:
