@@ -8,6 +8,9 @@
     OUTDIR/tpu/<function>.weights  with xla_sharding_options: the function's weights as raw
                                    bytes, arguments placed split over the mesh at load
                                    (backends/sharding.py)
+    OUTDIR/host/<signature>.host_<i>.jaxexport  a SavedModel source's host part: what each
+                                   signature computes around its TPU calls, for the host's CPU
+                                   (backends/host_part.py; the manifest's `signatures`)
     OUTDIR/saved_model/            the converted model as a TensorFlow SavedModel, the TPU
                                    functions as XlaCallModule ops (backends/saved_model_writer.py);
                                    written when TensorFlow is installed
@@ -17,7 +20,10 @@
 manifest records as `{"reshape": ref, "shape": [...]}` and the loader does on the host);
 `load_artifact(outdir, device)` returns a callable like `mlconv.compile`'s: numpy
 arrays in (positionally or by input name, checked against the recorded signature), a list of
-numpy arrays out. Loading needs jax only: no xDSL parsing, no TensorFlow, no source model.
+numpy arrays out; its `signatures` run a SavedModel source's signatures whole, host part
+included (`loaded.signatures["serving_default"](x=x)` -> dict). Loading needs jax only: no xDSL
+parsing, no source model, and no TensorFlow unless a signature's host part holds ops only
+TensorFlow runs.
 
 The folder is written under a temporary name beside OUTDIR and renamed into place when
 complete, so a failed conversion leaves nothing half-written.
@@ -26,6 +32,7 @@ complete, so a failed conversion leaves nothing half-written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -60,6 +67,7 @@ def save_artifact(
     saved_model: bool = True,
     placement: dict[str, str] | None = None,
     sharding: Any = None,
+    host: tuple[dict[str, Any], Sequence[tuple[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
     functions are named by `function_names` in order (e.g. the SavedModel's function alias),
@@ -67,7 +75,9 @@ def save_artifact(
     also holds OUTDIR/saved_model: `source` rewritten when it is a SavedModel and `placement`
     maps the artifact's function names to its concrete function names, else a new one. With
     `sharding` (a backends.sharding.MeshSpec) each function is exported for that device mesh
-    (XLA SPMD); the SavedModel form holds the functions for one device."""
+    (XLA SPMD); the SavedModel form holds the functions for one device. `host` is the host
+    part of a SavedModel source: the manifest's `signatures` and the host stages (name,
+    tpu-level module), exported for the host (backends/host_part.py)."""
     from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
     from mlconv.backends.module_io import find_main, value_names
@@ -143,6 +153,12 @@ def save_artifact(
     }
     if batches:
         manifest["batches"] = batches
+    host_stages = []
+    if host is not None:
+        from mlconv.backends.host_part import export_main
+
+        manifest["signatures"] = host[0]
+        host_stages = [(name, export_main(stage)) for name, stage in host[1]]
     import importlib.util
 
     write_tf = saved_model and importlib.util.find_spec("tensorflow") is not None
@@ -162,6 +178,11 @@ def save_artifact(
             (staging / "tpu" / f"{name}.weights").write_bytes(sharded.payload())
         for name, exp in batched:
             (staging / "tpu" / f"{name}.batched.jaxexport").write_bytes(exp.serialize())
+        if host_stages:
+            (staging / "host").mkdir()
+        for name, exp in host_stages:
+            (staging / "host" / f"{name}.jaxexport").write_bytes(exp.serialize())
+            (staging / "host" / f"{name}.mlir").write_text(exp.mlir_module())
         if write_tf:
             from mlconv.backends.saved_model_writer import write_saved_model
 
@@ -258,6 +279,7 @@ class LoadedArtifact:
                 f"{manifest.get('version')!r} is not {FORMAT!r} version {FORMAT_VERSION}"
             )
         self.manifest = manifest
+        self.folder = folder
         self.device = pick_device(device)
         self.input_names = [entry["name"] for entry in manifest["inputs"]]
         self.output_names = [entry["name"] for entry in manifest["outputs"]]
@@ -287,10 +309,36 @@ class LoadedArtifact:
                     self._calls[entry["name"]], exp, mesh, read_weights(payload, entry["weights"])
                 )
 
+    @functools.cached_property
+    def signatures(self) -> dict[str, Any]:
+        """Each signature run whole, host part included (backends/host_part.py)."""
+        from mlconv.backends.host_part import load_signatures
+
+        return load_signatures(self, self.folder)
+
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
+        arrays = bind_inputs(self.input_specs, args, named)
+        return self._evaluate(arrays, self.manifest["functions"], self.manifest["outputs"])
+
+    def call_function(self, name: str | None, args: Sequence[Any]) -> list[np.ndarray]:
+        """One TPU function (None: the whole model) on its own inputs, in its own order; several
+        functions share @main's inputs and outputs as `<function>.<name>`."""
+        if name is None:
+            return self._evaluate(list(args), self.manifest["functions"], self.manifest["outputs"])
+        prefix = f"{name}." if len(self.manifest["functions"]) > 1 else ""
+        mine = [i for i, e in enumerate(self.manifest["inputs"]) if e["name"].startswith(prefix)]
+        arrays: list[Any] = [None] * len(self.manifest["inputs"])
+        for index, value in zip(mine, args, strict=True):
+            arrays[index] = value
+        entries = [e for e in self.manifest["functions"] if e["name"] == name]
+        outputs = [o for o in self.manifest["outputs"] if o["name"].startswith(prefix)]
+        return self._evaluate(arrays, entries, outputs)
+
+    def _evaluate(
+        self, arrays: list[Any], entries: Sequence[dict[str, Any]], outputs: Sequence[dict]
+    ) -> list[np.ndarray]:
         import jax
 
-        arrays = bind_inputs(self.input_specs, args, named)
         results: dict[str, Sequence[Any]] = {}
 
         def fetch(ref: dict[str, Any]) -> Any:
@@ -301,10 +349,10 @@ class LoadedArtifact:
             return results[ref["function"]][ref["output"]]
 
         with jax.default_device(self.device):
-            for entry in self.manifest["functions"]:
+            for entry in entries:
                 inputs = [fetch(ref) for ref in entry["inputs"]]
                 results[entry["name"]] = self._calls[entry["name"]](*inputs)
-        return [np.asarray(fetch(output["value"])) for output in self.manifest["outputs"]]
+        return [np.asarray(fetch(output["value"])) for output in outputs]
 
 
 def _callable(exp: Any, mesh: Any) -> Any:
@@ -331,5 +379,7 @@ def load_artifact(outdir: str | os.PathLike, device: str | None = None) -> Loade
     if loaded.manifest.get("batches"):
         from mlconv.backends.batcher import BatchingModel
 
-        return BatchingModel(loaded, outdir)
+        model = BatchingModel(loaded, outdir)
+        model.signatures = loaded.signatures
+        return model
     return loaded

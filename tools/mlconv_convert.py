@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mlconv.errors import OptionError
 from mlconv.tools.cli import ToolArgumentParser, run_tool
 
@@ -194,6 +196,89 @@ def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
     return {_function_name(names, i): cost_of(r) for i, r in enumerate(regions)}
 
 
+def signature_specs(model: Path, signature: str) -> tuple[list[dict], list[str]]:
+    """A signature's inputs (name, dtype, shape; strings: dtype None) and output names, from
+    its SignatureDef, both sorted by name as TensorFlow flattens them."""
+    import tensorflow as tf
+
+    from mlconv.frontends.tf_placement import read_saved_model
+
+    definition = read_saved_model(model).meta_graphs[0].signature_def[signature]
+    inputs = []
+    for name in sorted(definition.inputs):
+        info = definition.inputs[name]
+        dtype = tf.dtypes.as_dtype(info.dtype)
+        shape = info.tensor_shape
+        inputs.append(
+            {
+                "name": name,
+                "dtype": None if dtype == tf.string else np.dtype(dtype.as_numpy_dtype).name,
+                "shape": None if shape.unknown_rank else [d.size for d in shape.dim],
+            }
+        )
+    return inputs, sorted(definition.outputs)
+
+
+def convert_host_part(
+    model: Path,
+    placement: dict[str, str],
+    arity: dict[str, tuple[int, int]],
+    bf16: Any,
+    phases: Phases,
+) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """The host part of each signature of a SavedModel (frontends/tf_host_part.py): its host
+    stages lowered to tpu ops for the host's CPU (with `bf16`, a TpuBf16Pass for bfloat16 scope
+    ALL, in bfloat16), or, when an op has no lowering, the signature kept for TensorFlow with
+    the reason; returns the manifest's `signatures` and the stages (backends/host_part.py)."""
+    from mlconv.api import lower_to_core
+    from mlconv.dialects import make_context
+    from mlconv.frontends.tf_host_part import signatures, split_signature
+    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
+
+    entries: dict[str, Any] = {}
+    stages: list[tuple[str, Any]] = []
+    for signature in signatures(model):
+        inputs, outputs = signature_specs(model, signature)
+
+        def lower(signature: str = signature) -> tuple[Any, list[tuple[str, Any]]]:
+            plan = split_signature(model, signature, placement, arity)
+            lowered = []
+            for stage in plan.stages:
+                lower_to_core(stage.module)
+                CoreInferShapesPass().apply(make_context(), stage.module)
+                run_passes(CoreToTpuPipeline(device="cpu").after_inference(), stage.module)
+                if bf16 is not None:
+                    bf16.apply(make_context(), stage.module)
+                lowered.append((stage.name, stage.module))
+            return plan, lowered
+
+        try:
+            plan, lowered = phases.run(f"host part {signature} (tf-to-core, core-to-tpu)", lower)
+        except Exception as error:  # noqa: BLE001 - any op mlconv cannot run stays TensorFlow
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            entries[signature] = {
+                "runtime": "tensorflow",
+                "saved_model": "saved_model",
+                "reason": reason,
+                "inputs": inputs,
+                "outputs": [{"name": name} for name in outputs],
+            }
+            continue
+        by_name = {entry["name"]: entry for entry in inputs}
+        entries[signature] = {
+            "runtime": "jax",
+            "bfloat16": bf16 is not None,
+            "inputs": [
+                by_name.get(n, {"name": n, "dtype": None, "shape": None}) for n in plan.input_names
+            ],
+            "outputs": plan.outputs,
+            "steps": plan.steps,
+        }
+        stages += lowered
+    return entries, stages
+
+
 def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     """Optimizations the options ask for that this version does not perform: an explicit
     ENABLED (or a block of options) is refused; a DEFAULT one is listed in the manifest and on
@@ -213,7 +298,8 @@ def convert(
 ) -> dict[str, Any]:
     """Convert `model` into the artifact folder `output`; returns its manifest."""
     from mlconv.api import format_input_shapes, load_model, lower_to_core
-    from mlconv.backends.artifact import save_artifact
+    from mlconv.backends.artifact import _function_name, save_artifact
+    from mlconv.backends.module_io import find_main
     from mlconv.backends.specialize import needs_specialization
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
@@ -237,6 +323,7 @@ def convert(
     shapes = format_input_shapes(input_shapes)
 
     quantized: list[Any] = []  # one QuantizationReport per TPU function
+    arity: dict[str, tuple[int, int]] = {}  # TPU function -> its numbers of inputs and outputs
 
     def to_tpu(frontend: dict[str, str], label: str) -> Any:
         module = phases.run(f"import{label}", lambda: load_model(model, **frontend))
@@ -275,6 +362,11 @@ def convert(
                 scope=settings.bfloat16_scope.lower(),
             )
             phases.run(f"bfloat16 (tpu-bf16){label}", lambda: bf16.apply(make_context(), module))
+        main = find_main(module)
+        arity[_function_name(names, len(arity))] = (
+            len(main.body.block.args),
+            len(main.function_type.outputs),
+        )
         return module
 
     if len(frontends) == 1:
@@ -295,6 +387,23 @@ def convert(
     cpu_cost = host_part_cost(path, placement)
     tpu_costs = function_costs(module, names)
     report = format_report({name: work(cost) for name, cost in tpu_costs.items()}, cpu_cost)
+    host = None
+    if placement:  # a SavedModel: its signatures' host part
+        scope_all = settings.bfloat16 and settings.bfloat16_scope.lower() == "all"
+        host_bf16 = None
+        if scope_all:
+            host_bf16 = TpuBf16Pass(
+                filterlist=settings.bfloat16_filterlist,
+                skip_safety_checks=settings.bfloat16_skip_safety_checks,
+                scope="all",
+            )
+        host = convert_host_part(
+            path,
+            {_function_name([k], 0): v for k, v in placement.items()},
+            arity,
+            host_bf16,
+            phases,
+        )
     from google.protobuf import text_format
 
     manifest = phases.run(
@@ -307,6 +416,7 @@ def convert(
             function_names=names,
             placement=placement,
             sharding=mesh,
+            host=host,
             extra={
                 "bfloat16": settings.bfloat16,
                 "io_shape_optimization": settings.io_shape_optimization,

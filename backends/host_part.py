@@ -1,0 +1,173 @@
+"""The host part of an artifact: each signature of a SavedModel source, run whole.
+
+    loaded = mlconv.load("OUTDIR")
+    loaded.signatures["serving_default"](x=x)      # {"y": array, ...}, as TensorFlow's
+
+The manifest's `signatures` maps each signature name to how it runs:
+
+- `"runtime": "jax"`: its host stages (frontends/tf_host_part.py: what the signature computes
+  around its TPU calls, converted with tf-to-core and core-to-tpu) are serialized
+  `jax.export` modules in OUTDIR/host/<stage>.jaxexport, run on the host's CPU; `steps` lists
+  the host stages and the TPU calls in order (a TPU call runs the artifact's function on the
+  artifact's device). No TensorFlow is imported.
+- `"runtime": "tensorflow"`: the host part holds ops only TensorFlow runs (`reason` says which);
+  the signature runs from OUTDIR/saved_model with TensorFlow, its TPU functions there being
+  the same StableHLO as XlaCallModule ops.
+
+An artifact without `signatures` (ONNX, TFLite: placed whole) has one, `serving_default`,
+running the whole model. `"bfloat16": true` on a signature (bfloat16 scope ALL) records that
+its host stages compute float32 as bfloat16, float32 kept at their boundaries.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlconv.backends.inputs import InputSpec, bind_inputs
+from mlconv.errors import BackendError
+
+SERVING = "serving_default"
+
+
+def export_main(module: Any) -> Any:
+    """A tpu-level module's `@main` (tpu.regions and func.return) as a `jax.export.Exported`
+    with its constants inside, lowered for every platform the artifact serves."""
+    import jax
+    from jax import export
+    from xdsl.dialects import func
+
+    from mlconv.backends.artifact import PLATFORMS
+    from mlconv.backends.jax_backend import _interpret
+    from mlconv.backends.module_io import find_main
+    from mlconv.dense import numpy_dtype, to_numpy
+    from mlconv.dialects import tpu
+
+    main = find_main(module)
+    block = main.body.block
+    constants = {op: to_numpy(op.value) for op in main.walk() if isinstance(op, tpu.ConstantOp)}
+    specs = [
+        jax.ShapeDtypeStruct(tuple(a.type.get_shape()), numpy_dtype(a.type.get_element_type()))
+        for a in block.args
+    ]
+
+    def body(*args: Any) -> tuple[Any, ...]:
+        env = dict(zip(block.args, args, strict=True))
+        for op in block.ops:
+            if isinstance(op, tpu.RegionOp):
+                outputs = _interpret(op.body.block, constants, [env[v] for v in op.inputs])
+                env.update(zip(op.results, outputs, strict=True))
+            elif isinstance(op, func.ReturnOp):
+                return tuple(env[v] for v in op.operands)
+            else:
+                raise BackendError.at(op, "is outside a tpu.region in a host stage")
+        raise BackendError("host stage without func.return")
+
+    return export.export(jax.jit(body), platforms=PLATFORMS)(*specs)
+
+
+def _specs(entries: Sequence[Mapping[str, Any]]) -> list[InputSpec]:
+    return [
+        InputSpec(
+            e["name"],
+            None if e["dtype"] is None else np.dtype(e["dtype"]),
+            None if e["shape"] is None else tuple(e["shape"]),
+        )
+        for e in entries
+    ]
+
+
+class Signature:
+    """One signature of the artifact as a callable: inputs by name (or positionally, in
+    `input_names` order), a dict of outputs by name, as TensorFlow's signatures."""
+
+    def __init__(self, artifact: Any, folder: Path, name: str, entry: Mapping[str, Any]):
+        self.artifact = artifact
+        self.folder = folder
+        self.name = name
+        self.entry = entry
+        self.runtime = entry["runtime"]
+        self.input_names = [e["name"] for e in entry["inputs"]]
+        self.output_names = [e["name"] for e in entry["outputs"]]
+        self.input_specs = _specs(entry["inputs"])
+        self._stages: dict[str, Any] = {}
+        self._tf_function: Any = None
+        if self.runtime == "jax":
+            from jax import export
+
+            for step in entry["steps"]:
+                if "host" in step:
+                    path = folder / "host" / f"{step['host']}.jaxexport"
+                    try:
+                        data = bytearray(path.read_bytes())
+                    except OSError as error:
+                        raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+                    self._stages[step["host"]] = export.deserialize(data)
+        elif self.runtime != "tensorflow":
+            raise BackendError(f"{folder}: signature '{name}': unknown runtime {self.runtime!r}")
+
+    def __call__(self, *args: Any, **named: Any) -> dict[str, np.ndarray]:
+        arrays = bind_inputs(self.input_specs, args, named)
+        if self.runtime == "tensorflow":
+            return self._run_tensorflow(arrays)
+        import jax
+
+        host = jax.devices("cpu")[0]
+        results: list[Sequence[Any]] = []
+
+        def fetch(ref: Mapping[str, int]) -> Any:
+            if "input" in ref:
+                return arrays[ref["input"]]
+            return results[ref["step"]][ref["output"]]
+
+        for step in self.entry["steps"]:
+            inputs = [fetch(ref) for ref in step["inputs"]]
+            if "host" in step:
+                with jax.default_device(host):
+                    results.append(self._stages[step["host"]].call(*inputs))
+            else:
+                results.append(self.artifact.call_function(step["call"], inputs))
+        return {out["name"]: np.asarray(fetch(out["value"])) for out in self.entry["outputs"]}
+
+    def _run_tensorflow(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        if self._tf_function is None:
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+            try:
+                import tensorflow as tf
+            except ImportError:
+                raise BackendError(
+                    f"{self.folder}: signature '{self.name}' runs with TensorFlow "
+                    f"({self.entry.get('reason', 'host-only ops')}); TensorFlow is not installed"
+                ) from None
+            loaded = tf.saved_model.load(str(self.folder / self.entry["saved_model"]))
+            self._tf_function = (tf, loaded, loaded.signatures[self.name])
+        tf, _, function = self._tf_function
+        outputs = function(
+            **{n: tf.constant(a) for n, a in zip(self.input_names, arrays, strict=True)}
+        )
+        return {name: outputs[name].numpy() for name in self.output_names}
+
+
+def whole_model_signature(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """An ONNX or TFLite artifact's one signature: the whole model, one TPU call."""
+    count = len(manifest["inputs"])
+    return {
+        "runtime": "jax",
+        "inputs": manifest["inputs"],
+        "outputs": [
+            {"name": out["name"], "value": {"step": 0, "output": k}}
+            for k, out in enumerate(manifest["outputs"])
+        ],
+        "steps": [{"call": None, "inputs": [{"input": i} for i in range(count)]}],
+    }
+
+
+def load_signatures(artifact: Any, folder: Path) -> dict[str, Signature]:
+    recorded = artifact.manifest.get("signatures") or {
+        SERVING: whole_model_signature(artifact.manifest)
+    }
+    return {name: Signature(artifact, folder, name, entry) for name, entry in recorded.items()}
