@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from mlconv.dialects import tpu
 from mlconv.errors import OptionError
 from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
-from mlconv.passes.tpu_fold_constants import constant_value
+from mlconv.passes.tpu_fold_constants import NUMPY, constant_value
 
 DEVICES = ("cpu", "gpu", "tpu")
 NCHW = ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
@@ -208,22 +208,80 @@ def choose(c: Conv, device: str) -> Form | None:
     return conv_nhwc
 
 
-def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv) -> None:
-    """Replace `op` by transpose ; form ; transpose, traced to tpu ops before it."""
+def _traced(form: Form, c: Conv, x_struct: Any, w_struct: Any, traces: dict) -> Any:
+    """transpose ; form ; transpose as a jaxpr of (NCHW data, HWIO filters), traced once per
+    distinct (form, convolution, shapes) in `traces`: a model repeats a few signatures (light
+    ResNet50: 53 convolutions, 24 signatures)."""
     import jax
     from jax import lax
 
+    key = (form, c, x_struct.shape, x_struct.dtype, w_struct.shape, w_struct.dtype)
+    if key not in traces:
+
+        def fn(x, w):
+            return lax.transpose(form(lax.transpose(x, TO_NHWC), w, c), TO_NCHW)
+
+        traces[key] = jax.make_jaxpr(fn)(x_struct, w_struct)
+    return traces[key]
+
+
+def _bind_filters(closed: Any, filters: np.ndarray) -> Any | None:
+    """`closed` (a jaxpr of data and filters) with the filters given: the equations that
+    depend on the filters alone (slices per tap or group, squeezes, reshapes) run here in
+    numpy, and what the rest reads of them becomes the jaxpr's constants, in order of first
+    use. None when such an equation has no numpy form."""
+    from jax.extend.core import ClosedJaxpr, Literal
+
+    jaxpr = closed.jaxpr
+    x_var, w_var = jaxpr.invars
+    known: dict[Any, np.ndarray] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
+    known[w_var] = filters
+    kept = []
+    for eqn in jaxpr.eqns:
+        inputs = [v.val if isinstance(v, Literal) else known.get(v) for v in eqn.invars]
+        if any(v is None for v in inputs):
+            kept.append(eqn)
+            continue
+        if len(eqn.outvars) != 1:
+            return None
+        (out,) = eqn.outvars
+        if np.prod(out.aval.shape, dtype=np.int64) > sum(np.size(v) for v in inputs):
+            kept.append(eqn)  # an expansion (a tap broadcast over the data) stays an op
+            continue
+        evaluate = NUMPY.get(eqn.primitive.name)
+        if evaluate is None:
+            return None
+        known[out] = evaluate(*inputs, **eqn.params)
+    constvars: list[Any] = []
+    for var in [v for eqn in kept for v in eqn.invars] + list(jaxpr.outvars):
+        if not isinstance(var, Literal) and var in known and var not in constvars:
+            constvars.append(var)
+    bound = jaxpr.replace(constvars=constvars, invars=[x_var], eqns=kept)
+    return ClosedJaxpr(bound, [known[v] for v in constvars])
+
+
+def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None) -> None:
+    """Replace `op` by transpose ; form ; transpose, traced to tpu ops before it. Constant
+    filters are transposed to HWIO and prepared for the form (per tap, per group) in numpy."""
+    import jax
+    from jax import lax
+
+    traces = {} if traces is None else traces
     x_value, w_value = op.operands
     x_type = x_value.type
     x_struct = jax.ShapeDtypeStruct(tuple(x_type.get_shape()), _dtype(x_type))
     weights = constant_value(w_value)
     if weights is not None:
-        w_hwio = np.ascontiguousarray(np.transpose(weights, (2, 3, 1, 0)))
+        w_hwio = np.transpose(weights, (2, 3, 1, 0))  # a view: the constant's bytes copy it
+        w_struct = jax.ShapeDtypeStruct(w_hwio.shape, w_hwio.dtype)
+        traced = _bind_filters(_traced(form, c, x_struct, w_struct, traces), w_hwio)
+        if traced is None:
 
-        def fn(x):
-            return lax.transpose(form(lax.transpose(x, TO_NHWC), w_hwio, c), TO_NCHW)
+            def fn(x):
+                return lax.transpose(form(lax.transpose(x, TO_NHWC), w_hwio, c), TO_NCHW)
 
-        traced, operands = jax.make_jaxpr(fn)(x_struct), [x_value]
+            traced = jax.make_jaxpr(fn)(x_struct)
+        operands = [x_value]
     else:
         w_type = w_value.type
         w_struct = jax.ShapeDtypeStruct(tuple(w_type.get_shape()), _dtype(w_type))
@@ -270,11 +328,12 @@ class TpuConvStrategyPass(ModulePass):
             raise OptionError(
                 f"tpu-conv-strategy: unknown device '{self.device}' (expected cpu, gpu or tpu)"
             )
+        traces: dict = {}
         for conv in convolutions(op):
             c = read_conv(conv)
             form = choose(c, self.device) if c is not None else None
             if form is not None:
-                rewrite(conv, form, c)
+                rewrite(conv, form, c, traces)
 
 
 __all__ = [
