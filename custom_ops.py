@@ -76,9 +76,9 @@ def unregister(domain: str, op_type: str) -> None:
 def _forget_traces() -> None:
     """Traces of core.Custom hold the result shapes an implementation gave: drop the cached
     traces of core semantics when the implementations change."""
-    semantics = sys.modules.get("mlconv.passes.core_semantics")
-    if semantics is not None:
-        semantics._trace_cached.cache_clear()
+    tracing = sys.modules.get("mlconv.semantics.tracing")
+    if tracing is not None:
+        tracing.clear_traces()
 
 
 def label(domain: str, op_type: str) -> str:

@@ -54,9 +54,9 @@ def cold() -> None:
     """Forget what an earlier compile traced or compiled."""
     import jax
 
-    from mlconv.passes import core_semantics
+    from mlconv.semantics.tracing import clear_traces
 
-    core_semantics._trace_cached.cache_clear()
+    clear_traces()
     jax.clear_caches()
 
 

@@ -17,6 +17,10 @@ jax.numpy/lax over arrays:
 abstractly (`jax.eval_shape`), constant folding runs it on numpy arrays, and `core-to-tpu`
 traces it to lax primitives. Operands named in `STATIC_OPERANDS` (shapes, axes, pads) must be
 constants where the op is evaluated or lowered; `semantics` receives them as numpy arrays.
+
+The code that runs `semantics` (tracing, folding, shape inference, control-flow bodies) is the
+package `mlconv.semantics`, which dialects do not import; importing it turns on
+`jax_enable_x64` (int64 shapes and indices), importing a dialect does not.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import jax
 import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -60,9 +63,6 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dense import numpy_dtype, to_numpy
-
-# ONNX and TF models compute shapes and indices in int64; semantics must see them unchanged.
-jax.config.update("jax_enable_x64", True)
 
 AnyTensor = TensorType | UnrankedTensorType
 

@@ -3,10 +3,11 @@ bodies are single-block regions of core ops ending in `core.Yield`.
 
 Bodies do not reach outside: every outer value a body uses is an operand of the op (the
 `captured` group) and a block argument of each body, so a body is a closed function of its
-block arguments. `semantics` runs the bodies by evaluating each body op's own `semantics`
-(`run_block`) inside `lax.cond` / `lax.while_loop` / `lax.scan`; shape inference, folding and
-core-to-tpu (which then meets the `cond`, `while` and `scan` primitives) follow from it as for
-every other core op.
+block arguments. `semantics` runs the bodies inside `lax.cond` / `lax.while_loop` / `lax.scan`
+with the body runner it is handed as the keyword `run_block` (`mlconv.semantics.bodies`, which
+evaluates each body op's own `semantics`; this module does not import it: dialects do not import
+the code that runs semantics). Shape inference, folding and core-to-tpu (which then meets the
+`cond`, `while` and `scan` primitives) follow from it as for every other core op.
 
 Captured operands that are constants reach the body as numpy arrays, so body ops whose static
 operands (shapes, axes) are outer constants still evaluate.
@@ -18,9 +19,8 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block
 from xdsl.irdl import IRDLOperation, irdl_op_definition, region_def, traits_def, var_operand_def
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
@@ -42,60 +42,7 @@ class YieldOp(IRDLOperation):
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
-# --- running a body -------------------------------------------------------------------------
-
-
-def _static_from_env(op: CoreOp, env: dict[SSAValue, Any]) -> dict[int, np.ndarray]:
-    """Static operands (by group index) that the body binds to numpy arrays (captured
-    constants): body ops may use them where a core.Constant is required."""
-    found = {}
-    names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    for index, (name, group) in enumerate(zip(names, op.operand_groups(), strict=True)):
-        if name in op.STATIC_OPERANDS and group and constant_value(group[0]) is None:
-            value = env.get(group[0])
-            if isinstance(value, np.ndarray):
-                found[index] = value
-    return found
-
-
-def _evaluate(op: CoreOp, env: dict[SSAValue, Any]) -> list[Any]:
-    names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    statics = _static_from_env(op, env)
-    args: list[Any] = []
-    for index, (spec, name, group) in enumerate(
-        zip(op.OPERANDS, names, op.operand_groups(), strict=True)
-    ):
-        if name in op.STATIC_OPERANDS:
-            if not group:
-                args.append(None)
-                continue
-            value = statics.get(index)
-            if value is None:
-                value = constant_value(group[0])
-            if value is None:
-                raise ValueError(f"{op.name} in a body: static operand '{name}' is not a constant")
-            args.append(value)
-        elif spec.startswith("*"):
-            args.extend(env[v] for v in group)
-        else:
-            args.append(env[group[0]] if group else None)
-    out = type(op).semantics(*args, **op.attribute_values())
-    return list(out) if isinstance(out, tuple | list) else [out]
-
-
-def run_block(block: Block, args: list[Any]) -> list[Any]:
-    """Evaluate a body (core ops ending in core.Yield) on `args`: arrays or tracers."""
-    env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))
-    for op in block.ops:
-        if isinstance(op, YieldOp):
-            return [env[v] for v in op.values]
-        if op.name == "core.Constant":
-            env[op.results[0]] = constant_value(op.results[0])
-            continue
-        if not isinstance(op, CoreOp):
-            raise ValueError(f"{op.name} cannot run in a core control-flow body")
-        env.update(zip(op.results, _evaluate(op, env), strict=True))
-    raise ValueError("body without core.Yield")
+# --- bodies -----------------------------------------------------------------------------------
 
 
 def _body_args(
@@ -107,7 +54,9 @@ def _body_args(
 
 class _ControlOp(CoreOp):
     """What If, Loop and Scan share: bodies and captured values reach `semantics` as
-    attributes (`attribute_values` adds them)."""
+    attributes (`attribute_values` adds them); the body runner as the keyword `run_block`,
+    which callers of `semantics` add for ops that declare `BODIES`
+    (`mlconv.semantics.bodies.semantics_attributes`)."""
 
     BODIES: ClassVar[tuple[str, ...]] = ()
 
@@ -163,7 +112,7 @@ class IfOp(_ControlOp):
     else_branch = region_def("single_block")
 
     @staticmethod
-    def semantics(cond, *captured, then_branch, else_branch, captured_constants):
+    def semantics(cond, *captured, then_branch, else_branch, captured_constants, run_block):
         predicate = jnp.reshape(jnp.asarray(cond), ()).astype(bool)
 
         def branch(block):
@@ -212,7 +161,14 @@ class LoopOp(_ControlOp):
 
     @staticmethod
     def semantics(
-        trip_count, condition, *values, body, max_iterations, num_carried, captured_constants
+        trip_count,
+        condition,
+        *values,
+        body,
+        max_iterations,
+        num_carried,
+        captured_constants,
+        run_block,
     ):
         carried, captured = list(values[:num_carried]), list(values[num_carried:])
         trip = jnp.reshape(jnp.asarray(trip_count), ()).astype(jnp.int64)
@@ -307,6 +263,7 @@ class ScanOp(_ControlOp):
         scan_input_directions,
         scan_output_axes,
         scan_output_directions,
+        run_block,
     ):
         initial = [jnp.asarray(v) for v in values[:num_initial]]
         inputs = list(values[num_initial : num_initial + num_scan_inputs])

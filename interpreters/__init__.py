@@ -19,6 +19,7 @@ whose result differs between two levels.
 
 from __future__ import annotations
 
+import mlconv.semantics  # noqa: F401 - int64 values stay int64 (jax_enable_x64)
 from mlconv.interpreters.common import Recorder, level_of, run_module
 
 __all__ = ["Recorder", "level_of", "run_module"]

@@ -38,7 +38,8 @@ from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_control import IfOp, YieldOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.interpreters.common import check_result
-from mlconv.passes.jaxpr_numpy import evaluate_jaxpr
+from mlconv.semantics.bodies import semantics_attributes
+from mlconv.semantics.jaxpr_numpy import evaluate_jaxpr
 
 
 def semantics_arguments(op: CoreOp, values: PythonValues) -> list[Any]:
@@ -64,7 +65,7 @@ def evaluate_semantics(op: CoreOp, values: PythonValues) -> list[np.ndarray]:
     semantics on arrays directly gives the same values, but JAX then compiles an executable
     for every primitive of every op at every shape: 30 s for a small CNN here.)"""
     arguments = semantics_arguments(op, values)
-    attributes = op.attribute_values()
+    attributes = semantics_attributes(op)
     dynamic = [i for i, a in enumerate(arguments) if a is not None and not _static(op, i)]
 
     def fn(*arrays: Any) -> Any:

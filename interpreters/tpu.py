@@ -31,7 +31,7 @@ from xdsl.interpreter import (
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.interpreters.common import check_result
-from mlconv.passes.jaxpr_numpy import NUMPY_PRIMITIVES
+from mlconv.semantics.jaxpr_numpy import NUMPY_PRIMITIVES
 
 
 def evaluate_primitive(op: tpu.PrimitiveOp, values: PythonValues) -> list[Any]:

@@ -28,7 +28,7 @@ from mlconv.dense import static_shape
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
 from mlconv.passes.core_infer_shapes import check_acyclic, infer_op, update_signature
-from mlconv.passes.core_semantics import evaluate
+from mlconv.semantics.tracing import evaluate
 
 # Folding may grow data at most this much, beyond an absolute allowance.
 _MAX_GROWTH = 4

@@ -21,7 +21,7 @@ from xdsl.rewriter import Rewriter
 
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import OptionError, PassFailure
-from mlconv.passes.core_semantics import infer_result_types, meet_types
+from mlconv.semantics.shapes import infer_result_types, meet_types
 
 
 def check_acyclic(block: Block) -> None:

@@ -23,9 +23,9 @@ from mlconv.dialects import tpu
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_custom import CustomOp
 from mlconv.dialects.core_tensor import ConstantOp
-from mlconv.errors import PassFailure
-from mlconv.passes.core_semantics import StaticOperandMissing, static_types, trace
+from mlconv.errors import MlconvError, PassFailure
 from mlconv.passes.jaxpr_to_tpu import JaxprEmitter, aval_type
+from mlconv.semantics.tracing import StaticOperandMissing, static_types, trace
 
 
 def input_name(function: func.FuncOp, index: int) -> str:
@@ -93,6 +93,8 @@ class _Lowering:
                 f"operand '{missing.operand}' must be a constant to lower to the TPU; run "
                 "core-fold-constants{static-shape=true} first",
             ) from None
+        except MlconvError:
+            raise  # located already (an op in a control-flow body)
         except Exception as error:
             raise PassFailure.at(op, f"cannot be lowered: {error}".splitlines()[0]) from None
         traced = [aval_type(v.aval) for v in closed_jaxpr.jaxpr.outvars]

@@ -94,9 +94,9 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_fuse import CoreFusePass
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.core_semantics import StaticOperandMissing, static_types, trace
     from mlconv.passes.core_to_tpu import check_static_inputs
     from mlconv.passes.jaxpr_to_tpu import aval_type
+    from mlconv.semantics.tracing import StaticOperandMissing, static_types, trace
 
     main = find_main(module)
     if value_inputs(main):
@@ -123,6 +123,9 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
                 failures.append(
                     PassFailure.at(op, f"operand '{missing.operand}' is not a constant at batch 1")
                 )
+                continue
+            except MlconvError as error:  # located already (an op in a control-flow body)
+                failures.append(error)
                 continue
             except Exception as error:  # noqa: BLE001
                 failures.append(PassFailure.at(op, f"cannot be lowered: {error}".splitlines()[0]))

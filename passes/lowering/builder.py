@@ -3,7 +3,7 @@
 `b(OpClass, *operands, **attributes)` inserts the op before the op being lowered (the anchor),
 at its location, with result types derived from the op's semantics (dynamic dims stay `?`; a
 shape operand computed from ShapeOf and small arithmetic is evaluated with probe sizes,
-`core_semantics.partial_value`). With `fold=True` an op whose operands are all constants is
+`mlconv.semantics.shapes.partial_value`). With `fold=True` an op whose operands are all constants is
 folded at once, through numpy for the weight arithmetic (dequantize, permute, reshape) and
 through the shared semantics evaluator for the rest. `refine` gives each value that replaces a
 framework result at least the framework's type (type knowledge never shrinks).
@@ -28,7 +28,8 @@ from mlconv.dialects import core
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_tensor import ConstantOp, reshape_target
 from mlconv.errors import PassFailure
-from mlconv.passes.core_semantics import evaluate, infer_result_types, meet_types
+from mlconv.semantics.shapes import infer_result_types, meet_types
+from mlconv.semantics.tracing import evaluate
 
 
 class Builder:

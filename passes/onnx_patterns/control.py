@@ -20,8 +20,8 @@ from xdsl.rewriter import Rewriter
 
 from mlconv.dialects import core_control as cc
 from mlconv.dialects import onnx as onnx_dialect
-from mlconv.passes.core_semantics import infer_result_types
 from mlconv.passes.onnx_patterns import lowering
+from mlconv.semantics.shapes import infer_result_types
 
 # Tensor-only semantics are the same at every since-version; the later versions widen the
 # types (sequences in 13, optionals in 16, new element types since).

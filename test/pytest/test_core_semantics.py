@@ -1,4 +1,4 @@
-"""passes/core_semantics.py: one trace per op kind, attributes, static values and operand types,
+"""mlconv.semantics.tracing: one trace per op kind, attributes, static values and operand types,
 shared by the lowering's builder, core-infer-shapes and core-to-tpu (compile time)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from onnx import TensorProto, helper, numpy_helper
 from mlconv.api import load_model, lower_to_core
 from mlconv.backends.jax_backend import compile_module
 from mlconv.dialects import make_context
-from mlconv.passes import core_semantics
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.core_to_tpu import CoreToTpuPass
+from mlconv.semantics.tracing import clear_traces, trace_misses
 
 
 def conv_model():
@@ -41,16 +41,16 @@ def conv_model():
 
 def test_shape_inference_and_core_to_tpu_reuse_the_lowering_traces():
     model = conv_model()
-    core_semantics._trace_cached.cache_clear()
+    clear_traces()
     module = load_model(model)
     lower_to_core(module)
-    traced = core_semantics._trace_cached.cache_info().misses
+    traced = trace_misses()
     assert traced > 0  # the builder typed each new op from a trace
     ctx = make_context()
     CoreInferShapesPass().apply(ctx, module)
     CoreInferShapesPass().apply(ctx, module)
     CoreToTpuPass().apply(ctx, module)
-    assert core_semantics._trace_cached.cache_info().misses == traced
+    assert trace_misses() == traced
     x = np.random.default_rng(8).standard_normal((1, 3, 8, 8)).astype(np.float32)
     (got,) = compile_module(module, "cpu")(x)
     session = onnxruntime.InferenceSession(model.SerializeToString())

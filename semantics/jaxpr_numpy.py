@@ -1,4 +1,4 @@
-"""Evaluate a jaxpr on numpy arrays: how core-fold-constants runs a core op's semantics.
+"""Evaluate a jaxpr on numpy arrays: how folding and the interpreters run core semantics.
 
 Running semantics eagerly through JAX compiles one XLA executable per primitive and shape
 (~6 ms each; most of the time of folding a CNN's weights). Primitives whose numpy result is

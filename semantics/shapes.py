@@ -1,89 +1,29 @@
-"""Evaluate a core op's `semantics`: abstractly (shapes), on numpy arrays (folding), or as a
-jaxpr (lowering). Shared by core-infer-shapes, core-fold-constants and core-to-tpu.
+"""Result types from a core op's traced `semantics`: dynamic dims probed with stand-in sizes,
+static operands computed from shape subgraphs evaluated partially, the rank alone where a shape
+depends on data; and `meet_types`, the type both a lowering and inference allow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import lru_cache
-from typing import Any
 
-import jax
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, UnrankedTensorType
 from xdsl.ir import Attribute, SSAValue
 
 from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects.core_base import CoreOp, constant_value
+from mlconv.semantics.tracing import (
+    StaticOperandMissing,
+    abstract,
+    bound_semantics,
+    evaluate_with,
+    trace_bound,
+)
 
 # Two stand-in sizes for dynamic dims: a result dim that differs between the two abstract
 # evaluations depends on a dynamic dim and stays dynamic.
 _PROBE_SIZES = (23, 29)
-
-
-class StaticOperandMissing(Exception):
-    """A static operand (shape, axes, ...) is not a constant."""
-
-    def __init__(self, operand: str):
-        super().__init__(operand)
-        self.operand = operand
-
-
-def bound_semantics(
-    op: CoreOp, statics: dict[str, np.ndarray] | None = None
-) -> tuple[Callable[..., Any], list[SSAValue]]:
-    """`semantics` with attributes and static operands bound, and the remaining (dynamic) SSA
-    operands in the order the returned function takes them. `statics` gives values of static
-    operands (by name) that are not constants in the IR (see `static_operand_values`)."""
-    groups = op.operand_groups()
-    names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    layout: list[tuple[str, Any]] = []  # ("static", value) | ("dynamic", None) | ("absent", None)
-    dynamic: list[SSAValue] = []
-    for spec, name, values in zip(op.OPERANDS, names, groups, strict=True):
-        if name in op.STATIC_OPERANDS:
-            if not values:
-                layout.append(("absent", None))
-                continue
-            value = constant_value(values[0])
-            if value is None and statics is not None:
-                value = statics.get(name)
-            if value is None:
-                raise StaticOperandMissing(name)
-            layout.append(("static", value))
-        elif spec.startswith("*"):
-            layout.extend(("dynamic", None) for _ in values)
-            dynamic.extend(values)
-        elif not values:
-            layout.append(("absent", None))
-        else:
-            layout.append(("dynamic", None))
-            dynamic.append(values[0])
-    attributes = op.attribute_values()
-    semantics = type(op).semantics
-
-    def fn(*arrays: Any) -> Any:
-        it = iter(arrays)
-        args = [next(it) if kind == "dynamic" else value for kind, value in layout]
-        return semantics(*args, **attributes)
-
-    # What the bound function depends on besides the op kind, attributes and dynamic operand
-    # types: the static operands' values (the trace cache's key).
-    fn.static_key = tuple(  # type: ignore[attr-defined]
-        _array_key(value) if kind == "static" else kind
-        for kind, value in layout
-        if kind != "dynamic"
-    )
-    return fn, dynamic
-
-
-def _array_key(value: Any) -> tuple[Any, ...]:
-    array = np.asarray(value)
-    return (array.shape, array.dtype.str, array.tobytes())
-
-
-def _struct(tensor: Attribute, probe: int | None = None) -> jax.ShapeDtypeStruct:
-    shape = tuple(probe if d < 0 else d for d in tensor.get_shape())
-    return jax.ShapeDtypeStruct(shape, numpy_dtype(tensor.get_element_type()))
 
 
 def infer_result_types(op: CoreOp) -> list[TensorType] | None:
@@ -146,8 +86,8 @@ def _infer_with(
         if not all(isinstance(t, TensorType) for t in dynamic_types):
             return None
         try:
-            structs = tuple(_struct(t, probe) for t in dynamic_types)
-            out = _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs).out_avals
+            structs = tuple(abstract(t, probe) for t in dynamic_types)
+            out = trace_bound(op, fn, structs).out_avals
         except Exception:
             if probe is None:
                 return None
@@ -200,28 +140,6 @@ def partial_value(value: SSAValue, probe: int, _depth: int = 0) -> np.ndarray | 
         arrays.append(operand_value)
     results = evaluate_with(owner, arrays)
     return None if results is None else np.asarray(results[value.index])
-
-
-def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | None:
-    """The op's results for the given operand values (in operand order), or None when its
-    semantics refuse them."""
-    from mlconv.passes.jaxpr_numpy import evaluate_jaxpr
-
-    values = dict(zip(op.operands, arrays, strict=True))
-    names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    statics = {
-        name: values[group[0]]
-        for name, group in zip(names, op.operand_groups(), strict=True)
-        if name in op.STATIC_OPERANDS and group
-    }
-    try:
-        fn, dynamic = bound_semantics(op, statics)
-        dynamic_arrays = [values[v] for v in dynamic]
-        structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic_arrays)
-        closed = _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs)
-        return evaluate_jaxpr(closed, dynamic_arrays)
-    except Exception:
-        return None
 
 
 def _static_length(value: SSAValue) -> int | None:
@@ -317,64 +235,3 @@ def more_precise(new: Attribute, old: Attribute) -> bool:
     if not isinstance(new, TensorType) or len(new.get_shape()) != len(old.get_shape()):
         return False
     return all(o < 0 or n == o for n, o in zip(new.get_shape(), old.get_shape(), strict=True))
-
-
-def evaluate(op: CoreOp) -> list[np.ndarray] | None:
-    """The op's results when every operand is a constant, else None: its traced semantics run
-    on numpy where that is exact (see jaxpr_numpy), through JAX otherwise."""
-    from mlconv.passes.jaxpr_numpy import evaluate_jaxpr
-
-    try:
-        closed_jaxpr, dynamic = trace(op)
-    except StaticOperandMissing:
-        return None
-    arrays = [constant_value(v) for v in dynamic]
-    if any(a is None for a in arrays):
-        return None
-    return evaluate_jaxpr(closed_jaxpr, arrays)
-
-
-@lru_cache(maxsize=8192)
-def _trace_cached(fn_holder: _Holder, structs: tuple[jax.ShapeDtypeStruct, ...]) -> Any:
-    return jax.make_jaxpr(fn_holder.fn)(*structs)
-
-
-class _Holder:
-    """Carries the function into the cache without making it part of the key."""
-
-    def __init__(self, key: Any, fn: Callable[..., Any]):
-        self.key, self.fn = key, fn
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Holder) and self.key == other.key
-
-
-def _trace_key(op: CoreOp, fn: Callable[..., Any], structs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """What a trace of `fn` (from `bound_semantics(op, ...)`) at `structs` depends on: the op
-    kind, its attributes, its static operands' values and the dynamic operand types. Shape
-    inference, folding and core-to-tpu share the traces through this key (an op traced to infer
-    its shapes is not traced again to lower it)."""
-    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text,
-    # and on the values of constant operands, which body ops may read as static operands
-    # (LinearAttention's Scan got another case's scale factor before this).
-    body: Any = ""
-    if op.regions:
-        constants = tuple(_array_key(a) for a in map(constant_value, op.operands) if a is not None)
-        body = (str(op), constants)
-    return (op.name, str(op.attributes), fn.static_key, structs, body)  # type: ignore[attr-defined]
-
-
-def trace(op: CoreOp) -> tuple[Any, list[SSAValue]]:
-    """The op as a closed jaxpr over its dynamic operands (static shapes required)."""
-    fn, dynamic = bound_semantics(op)
-    structs = tuple(_struct(v.type) for v in dynamic)
-    return _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs), dynamic
-
-
-def static_types(values: Sequence[SSAValue]) -> bool:
-    return all(
-        isinstance(v.type, TensorType) and all(d >= 0 for d in v.type.get_shape()) for v in values
-    )

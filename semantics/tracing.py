@@ -1,0 +1,183 @@
+"""A core op's `semantics` bound to its attributes and static operands, traced to a jaxpr and
+evaluated on constants. One trace cache serves core-infer-shapes, core-fold-constants,
+core-to-tpu and the lowering builder: an op traced to infer its shapes is not traced again to
+fold or lower it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import jax
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, SSAValue
+
+from mlconv.dense import numpy_dtype
+from mlconv.dialects.core_base import CoreOp, constant_value
+from mlconv.semantics.bodies import semantics_attributes
+from mlconv.semantics.jaxpr_numpy import evaluate_jaxpr
+
+
+class StaticOperandMissing(Exception):
+    """A static operand (shape, axes, ...) is not a constant."""
+
+    def __init__(self, operand: str):
+        super().__init__(operand)
+        self.operand = operand
+
+
+def bound_semantics(
+    op: CoreOp, statics: dict[str, np.ndarray] | None = None
+) -> tuple[Callable[..., Any], list[SSAValue]]:
+    """`semantics` with attributes and static operands bound, and the remaining (dynamic) SSA
+    operands in the order the returned function takes them. `statics` gives values of static
+    operands (by name) that are not constants in the IR (see `shapes.partial_value`)."""
+    groups = op.operand_groups()
+    names = [spec.lstrip("*?") for spec in op.OPERANDS]
+    layout: list[tuple[str, Any]] = []  # ("static", value) | ("dynamic", None) | ("absent", None)
+    dynamic: list[SSAValue] = []
+    for spec, name, values in zip(op.OPERANDS, names, groups, strict=True):
+        if name in op.STATIC_OPERANDS:
+            if not values:
+                layout.append(("absent", None))
+                continue
+            value = constant_value(values[0])
+            if value is None and statics is not None:
+                value = statics.get(name)
+            if value is None:
+                raise StaticOperandMissing(name)
+            layout.append(("static", value))
+        elif spec.startswith("*"):
+            layout.extend(("dynamic", None) for _ in values)
+            dynamic.extend(values)
+        elif not values:
+            layout.append(("absent", None))
+        else:
+            layout.append(("dynamic", None))
+            dynamic.append(values[0])
+    attributes = semantics_attributes(op)
+    semantics = type(op).semantics
+
+    def fn(*arrays: Any) -> Any:
+        it = iter(arrays)
+        args = [next(it) if kind == "dynamic" else value for kind, value in layout]
+        return semantics(*args, **attributes)
+
+    # What the bound function depends on besides the op kind, attributes and dynamic operand
+    # types: the static operands' values (the trace cache's key).
+    fn.static_key = tuple(  # type: ignore[attr-defined]
+        _array_key(value) if kind == "static" else kind
+        for kind, value in layout
+        if kind != "dynamic"
+    )
+    return fn, dynamic
+
+
+def _array_key(value: Any) -> tuple[Any, ...]:
+    array = np.asarray(value)
+    return (array.shape, array.dtype.str, array.tobytes())
+
+
+def abstract(tensor: Attribute, probe: int | None = None) -> jax.ShapeDtypeStruct:
+    """A tensor type as a jax.ShapeDtypeStruct, dynamic dims of size `probe`."""
+    shape = tuple(probe if d < 0 else d for d in tensor.get_shape())
+    return jax.ShapeDtypeStruct(shape, numpy_dtype(tensor.get_element_type()))
+
+
+def trace_bound(
+    op: CoreOp, fn: Callable[..., Any], structs: tuple[jax.ShapeDtypeStruct, ...]
+) -> Any:
+    """The closed jaxpr of `fn` (from `bound_semantics(op, ...)`) at `structs`, cached."""
+    return _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs)
+
+
+def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+    """The op's results for the given operand values (in operand order), or None when its
+    semantics refuse them."""
+    values = dict(zip(op.operands, arrays, strict=True))
+    names = [spec.lstrip("*?") for spec in op.OPERANDS]
+    statics = {
+        name: values[group[0]]
+        for name, group in zip(names, op.operand_groups(), strict=True)
+        if name in op.STATIC_OPERANDS and group
+    }
+    try:
+        fn, dynamic = bound_semantics(op, statics)
+        dynamic_arrays = [values[v] for v in dynamic]
+        structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic_arrays)
+        return evaluate_jaxpr(trace_bound(op, fn, structs), dynamic_arrays)
+    except Exception:
+        return None
+
+
+def evaluate(op: CoreOp) -> list[np.ndarray] | None:
+    """The op's results when every operand is a constant, else None: its traced semantics run
+    on numpy where that is exact (see jaxpr_numpy), through JAX otherwise."""
+    try:
+        closed_jaxpr, dynamic = trace(op)
+    except StaticOperandMissing:
+        return None
+    arrays = [constant_value(v) for v in dynamic]
+    if any(a is None for a in arrays):
+        return None
+    return evaluate_jaxpr(closed_jaxpr, arrays)
+
+
+@lru_cache(maxsize=8192)
+def _trace_cached(fn_holder: _Holder, structs: tuple[jax.ShapeDtypeStruct, ...]) -> Any:
+    return jax.make_jaxpr(fn_holder.fn)(*structs)
+
+
+class _Holder:
+    """Carries the function into the cache without making it part of the key."""
+
+    def __init__(self, key: Any, fn: Callable[..., Any]):
+        self.key, self.fn = key, fn
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Holder) and self.key == other.key
+
+
+def _trace_key(op: CoreOp, fn: Callable[..., Any], structs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a trace of `fn` (from `bound_semantics(op, ...)`) at `structs` depends on: the op
+    kind, its attributes, its static operands' values and the dynamic operand types. Shape
+    inference, folding and core-to-tpu share the traces through this key (an op traced to infer
+    its shapes is not traced again to lower it)."""
+    # Ops with bodies (core.If/Loop/Scan) compute what their regions say: key on the op's text,
+    # and on the values of constant operands, which body ops may read as static operands
+    # (LinearAttention's Scan got another case's scale factor before this).
+    body: Any = ""
+    if op.regions:
+        constants = tuple(_array_key(a) for a in map(constant_value, op.operands) if a is not None)
+        body = (str(op), constants)
+    return (op.name, str(op.attributes), fn.static_key, structs, body)  # type: ignore[attr-defined]
+
+
+def clear_traces() -> None:
+    """Forget every cached trace (a custom op's implementation changed, or a benchmark wants a
+    cold start)."""
+    _trace_cached.cache_clear()
+
+
+def trace_misses() -> int:
+    """How many traces the cache has made (its misses) since it was last cleared."""
+    return _trace_cached.cache_info().misses
+
+
+def trace(op: CoreOp) -> tuple[Any, list[SSAValue]]:
+    """The op as a closed jaxpr over its dynamic operands (static shapes required)."""
+    fn, dynamic = bound_semantics(op)
+    structs = tuple(abstract(v.type) for v in dynamic)
+    return trace_bound(op, fn, structs), dynamic
+
+
+def static_types(values: Sequence[SSAValue]) -> bool:
+    return all(
+        isinstance(v.type, TensorType) and all(d >= 0 for d in v.type.get_shape()) for v in values
+    )
