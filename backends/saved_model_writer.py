@@ -10,7 +10,12 @@ function replaced, in the FunctionDef library of `saved_model.pb`, by its XlaCal
 function keeps its name, its arguments (captured variables stay as unused arguments), its
 outputs, its callers, the signatures, signature names and function aliases. What the
 signatures compute around the TPU functions (the host part) stays TensorFlow ops and runs on
-the host; the variables and assets are copied. From an ONNX or TFLite model (placed whole),
+the host; the variables and assets are copied. A placed function that batch_options batch
+(tpu-batch: the default batching, or the function its `experimental` block names) becomes
+TensorFlow's own `BatchFunction` op with the options' sizes, timeout, allowed batch sizes and
+queue bound around the XlaCallModule of its body exported for any number of rows; its
+function library entries are added to the SavedModel's, so concurrent callers of any
+signature that reaches the function are batched together. From an ONNX or TFLite model (placed whole),
 the output is a new SavedModel whose `serving_default` signature takes the model's inputs by
 name and returns its outputs by name.
 """
@@ -62,14 +67,47 @@ def _as_tf(exported: Any, name: str):
     return function.get_concrete_function()
 
 
-def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any], name: str) -> None:
+def _as_batched_tf(batch: Mapping[str, Any], exported: Any):
+    """A concrete tf.function holding one BatchFunction op (backends/batcher.py) with the batch
+    op's options around the XlaCallModule of `exported` (the body for any number of rows)."""
+    from mlconv.backends.batcher import tf_batch_function
+
+    tf = _tensorflow()
+    batched = tf_batch_function(dict(batch), exported)
+    specs = [
+        tf.TensorSpec([None, *a.shape[1:]], tf.dtypes.as_dtype(a.dtype), name=f"arg{i}")
+        for i, a in enumerate(exported.in_avals)
+    ]
+    function = tf.function(lambda *args: batched(*args), input_signature=specs, autograph=False)
+    return function.get_concrete_function()
+
+
+def _replace_body(
+    function_def: Any,
+    concrete: Any,
+    manifest: Mapping[str, Any],
+    name: str,
+    batch: Mapping[str, Any] | None = None,
+    library: Any = None,
+) -> None:
     """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments,
-    with the host-side reshapes the manifest's references record (tpu-io-shapes) around it."""
+    with the host-side reshapes the manifest's references record (tpu-io-shapes) around it;
+    with `batch` (its manifest entry), `concrete`'s BatchFunction instead, the functions it
+    calls added to `library` (the SavedModel's FunctionDefLibrary)."""
     from tensorflow.core.framework import node_def_pb2, types_pb2
 
-    call = next((n for n in concrete.graph.as_graph_def().node if n.op == "XlaCallModule"), None)
+    kind = "XlaCallModule" if batch is None else "BatchFunction"
+    graph = concrete.graph.as_graph_def()
+    call = next((n for n in graph.node if n.op == kind), None)
     if call is None:
-        raise BackendError(f"jax2tf gave no XlaCallModule for {function_def.signature.name}")
+        raise BackendError(f"jax2tf gave no {kind} for {function_def.signature.name}")
+    if batch is not None:
+        if call.attr["Tcaptured"].list.type:
+            raise BackendError(f"{function_def.signature.name}: the batched body captures tensors")
+        present = {f.signature.name for f in library.function}
+        library.function.extend(
+            f for f in graph.library.function if f.signature.name not in present
+        )
     signature = function_def.signature
     arguments = [a.name for a in signature.input_arg if a.type != types_pb2.DT_RESOURCE]
     # Several functions share @main's inputs and outputs, each named `<function>.<name>`.
@@ -113,12 +151,20 @@ def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any],
     del node.input[:]
     node.input.extend(
         tensor(ref, dtype)
-        for ref, dtype in zip(entry["inputs"], call.attr["Tin"].list.type, strict=True)
+        for ref, dtype in zip((batch or entry)["inputs"], call.attr["Tin"].list.type, strict=True)
     )
+    if batch is not None:  # one batch queue per function, whatever calls it
+        node.attr["shared_name"].s = f"mlconv_{batch['name']}_{name}".encode()
+        rows = {ref["output"]: j for j, ref in enumerate(batch["outputs"]) if "function" in ref}
+        returned_name = {
+            f"tpu_call:output:{i}": f"tpu_call:out_tensors:{j}" for i, j in rows.items()
+        }
     returned = [
         tensor(output["value"], arg.type)
         for output, arg in zip(outputs, signature.output_arg, strict=True)
     ]
+    if batch is not None:
+        returned = [returned_name.get(value, value) for value in returned]
     del function_def.node_def[:]
     function_def.node_def.extend([*nodes, node])
     function_def.ret.clear()
@@ -126,7 +172,7 @@ def _replace_body(function_def: Any, concrete: Any, manifest: Mapping[str, Any],
         function_def.ret[output.name] = value
     function_def.control_ret.clear()
     del signature.control_output[:]
-    signature.is_stateful = False
+    signature.is_stateful = batch is not None  # BatchFunction holds the shared batch queue
 
 
 def write_from_saved_model(
@@ -135,22 +181,36 @@ def write_from_saved_model(
     exported: Mapping[str, Any],
     placement: Mapping[str, str],
     manifest: Mapping[str, Any],
+    batched: Mapping[str, Any] | None = None,
 ) -> None:
     """`source`'s SavedModel with each placed concrete function (`placement`: artifact
-    function name -> concrete function name in saved_model.pb) computed by its XlaCallModule."""
+    function name -> concrete function name in saved_model.pb) computed by its XlaCallModule;
+    one that a batch op batches alone (`batched`: batch name -> its body for any number of
+    rows) by a BatchFunction around it."""
     source = Path(source)
     from mlconv.frontends.tf_placement import read_saved_model
 
     proto = read_saved_model(source)
-    library = {f.signature.name: f for f in proto.meta_graphs[0].graph_def.library.function}
+    functions = proto.meta_graphs[0].graph_def.library
+    library = {f.signature.name: f for f in functions.function}
+    alone = {
+        b["functions"][0]: b
+        for b in manifest.get("batches", [])
+        if len(b["functions"]) == 1 and b["name"] in (batched or {})
+    }
     for artifact_name, function_name in placement.items():
         if function_name not in library:
             raise BackendError(f"{source}: no function '{function_name}' in saved_model.pb")
+        batch = alone.get(artifact_name)
         _replace_body(
             library[function_name],
-            _as_tf(exported[artifact_name], artifact_name),
+            _as_tf(exported[artifact_name], artifact_name)
+            if batch is None
+            else _as_batched_tf(batch, batched[batch["name"]]),
             manifest,
             artifact_name,
+            batch,
+            functions,
         )
     target.mkdir()
     for entry in source.iterdir():
@@ -240,6 +300,6 @@ def write_saved_model(
     otherwise a new SavedModel serving the whole converted model, its batch ops (`batched`:
     the manifest's batch name -> the body exported for any number of rows) as BatchFunction."""
     if source is not None and placement:
-        write_from_saved_model(source, target, exported, placement, manifest)
+        write_from_saved_model(source, target, exported, placement, manifest, batched)
     else:
         write_new_saved_model(target, exported, manifest, batched or {})
