@@ -231,8 +231,10 @@ def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -
 
 def load(path: str | os.PathLike, device: str | None = None):
     """An artifact folder written by `mlconv-convert` as a callable on `device` (cpu, gpu,
-    tpu): numpy arrays in, list of numpy arrays out; needs neither the source model nor
-    TensorFlow."""
+    tpu): numpy arrays in, list of numpy arrays out (its TPU functions); `.signatures[name]`
+    runs a signature whole, host part included, outputs as a dict by name. Needs neither the
+    source model nor TensorFlow (unless a signature's host part holds ops only TensorFlow
+    runs: the manifest's `signatures` records which)."""
     from mlconv.backends.artifact import load_artifact
 
     return load_artifact(path, device)

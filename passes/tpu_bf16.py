@@ -13,8 +13,10 @@ Options (ConverterOptions.bfloat16_optimization_options):
   `tpu.while`, `tpu.scan`) is always run this way: its bodies stay float32.
 - `skip-safety-checks=true`: a region that already holds bfloat16 values is otherwise refused,
   since pre-existing bfloat16 ops can make the conversion wrong.
-- `scope=tpu|all`: where the model's computation runs; every op of a converted model sits in a
-  `tpu.region` (host computation is not split out yet), so both convert the same ops.
+- `scope=tpu|all`: the seed's scope, recorded on the pass. The pass converts every
+  `tpu.region` of the module it is given; the scope decides which modules get it:
+  mlconv-convert runs it on the TPU functions always and, under `all`, on the host stages of
+  a SavedModel's signatures too (frontends/tf_host_part.py, backends/host_part.py).
 
     %y = "tpu.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   becomes

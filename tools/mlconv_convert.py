@@ -20,6 +20,12 @@ default too). The output is an artifact folder (backends/artifact.py)
 holding the TPU functions as serialized jax.export modules with their weights, a manifest, and
 OUTDIR/saved_model: the model as a SavedModel whose TPU functions are XlaCallModule ops
 (backends/saved_model_writer.py), the host part around them left in TensorFlow.
+The artifact holds that host part as well (`manifest["signatures"]`): each signature is split
+into host stages around its TPU calls (frontends/tf_host_part.py), converted with tf-to-core
+and core-to-tpu for the host's CPU (in bfloat16 too under `scope: ALL`), so that
+`mlconv.load(OUTDIR).signatures[name]` and `mlconv-run OUTDIR` run it whole without
+TensorFlow; a signature whose host part holds ops mlconv cannot lower (strings, ...) is
+recorded with the reason and runs from OUTDIR/saved_model with TensorFlow.
 With `xla_sharding_options` each TPU function is exported for the device mesh they describe
 and partitioned by XLA SPMD (backends/sharding.py).
 The conversion report (`tpu-report`: TPU cost per function from XLA's cost analysis, the host

@@ -71,6 +71,11 @@ def make_parser() -> ToolArgumentParser:
         help="serve an mlconv-convert artifact over HTTP, batching concurrent requests "
         "(backends/serving.py: POST /v1/predict, GET /v1/model)",
     )  # fmt: skip
+    parser.add_argument(
+        "--signature", metavar="NAME",
+        help="with an mlconv-convert artifact of a SavedModel: the signature to run whole, "
+        "host part included (default: serving_default); '-': its TPU functions only",
+    )  # fmt: skip
     parser.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
     parser.add_argument("--port", type=int, default=8500, help="with --serve: port (0: any)")
     parser.add_argument(
@@ -347,6 +352,7 @@ def _run(argv: list[str] | None) -> int:
             text = f"{type(error).__name__}: {detail[0]}" if detail else type(error).__name__
             raise ToolFailure([f"{path}: error: cannot compile the model: {text}"]) from None
 
+    compiled = _pick_signature(compiled, args.signature)
     if isinstance(model, str):
         input_names, output_names = io_names(compiled, args.model)
     else:
@@ -364,6 +370,39 @@ def _run(argv: list[str] | None) -> int:
     if args.print_outputs:
         sys.stdout.write(format_outputs(results, output_names))
     return 0
+
+
+def _pick_signature(compiled: Any, name: str | None) -> Any:
+    """An artifact that records a SavedModel's signatures runs one whole (`serving_default`
+    unless named; `-`: the TPU functions as they are)."""
+    manifest = getattr(compiled, "manifest", None)
+    if manifest is None:
+        if name is not None:
+            raise OptionError("--signature goes with an mlconv-convert artifact")
+        return compiled
+    if name == "-" or (name is None and "signatures" not in manifest):
+        return compiled
+    signatures = compiled.signatures
+    name = name or "serving_default"
+    if name not in signatures:
+        raise OptionError(
+            f"--signature: the artifact has no signature '{name}'; signatures: "
+            + ", ".join(sorted(signatures))
+        )
+    return _SignatureCall(signatures[name])
+
+
+class _SignatureCall:
+    """A signature (a dict of outputs by name) as a callable returning the outputs in order."""
+
+    def __init__(self, signature: Any) -> None:
+        self.signature = signature
+        self.input_names = signature.input_names
+        self.output_names = signature.output_names
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        results = self.signature(*inputs)
+        return [results[name] for name in self.output_names]
 
 
 class _Interpreted:
