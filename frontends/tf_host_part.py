@@ -108,7 +108,7 @@ def split_signature(
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
     from mlconv.frontends.tf_importer import import_tf
-    from mlconv.frontends.tf_placement import read_saved_model, signature_function
+    from mlconv.frontends.tf_placement import reachable, read_saved_model, signature_function
 
     meta = read_saved_model(saved_model).meta_graphs[0]
     library = {f.signature.name: f for f in meta.graph_def.library.function}
@@ -122,6 +122,12 @@ def split_signature(
     if start in by_concrete:  # the signature's function is placed itself: no host part
         return _whole(signature, main, by_concrete[start])
     paths = call_paths(library, start, by_concrete)
+    hidden = reachable(library, [start]) & by_concrete.keys() - {placed[n] for n in paths.values()}
+    if hidden:  # e.g. called from a branch of tf.cond: not split out here
+        names = ", ".join(sorted(by_concrete[c] for c in hidden))
+        raise HostPartError(
+            f"signature '{signature}': calls {names} other than through PartitionedCall"
+        )
     body_ops: set[Operation] = set()
     calls = []  # (artifact name, input values, output values)
     for path, name in sorted(paths.items()):
