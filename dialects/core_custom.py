@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import DictionaryAttr, TensorType
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
@@ -37,13 +38,20 @@ def _encode(values: Any) -> DictionaryAttr:
 def _decode(attr: DictionaryAttr) -> tuple[tuple[str, Any], ...]:
     from mlconv.dialects.tpu import decode_param
 
-    return tuple(sorted((k, decode_param(v)) for k, v in attr.data.items()))
+    def hashable(value: Any) -> Any:
+        # A blob (a TFLite custom op's flexbuffer blob: a dense ui8 vector) arrives as bytes:
+        # jax primitive parameters must hash, numpy arrays do not.
+        if getattr(value, "dtype", None) == np.uint8 and getattr(value, "ndim", None) == 1:
+            return value.tobytes()
+        return value
+
+    return tuple(sorted((k, hashable(decode_param(v))) for k, v in attr.data.items()))
 
 
 ATTRS = AttrKind("dict", DictionaryAttr, _encode, _decode)
 """The source op's attributes (any attribute the tpu parameter encoding reads: numbers,
 strings, arrays, dense tensors, types); read back as sorted (name, value) pairs, hashable as jax
-primitive parameters are."""
+primitive parameters are (a dense ui8 vector, a blob, as bytes)."""
 
 
 @core_op(

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     Float32Type,
     FloatAttr,
     IntegerAttr,
@@ -145,6 +146,11 @@ class TFLiteOperation(IRDLOperation):
     def operator(self) -> str:
         """The builtin operator name: CONV_2D for tflite.CONV_2D."""
         return self.name.removeprefix("tflite.")
+
+    @property
+    def key(self) -> str:
+        """What lowerings are registered under: the operator name (a custom op's code)."""
+        return self.operator
 
     def options(self) -> dict[str, Any]:
         """Every options field's value (enums as names, defaults filled in)."""
@@ -296,6 +302,46 @@ class NoValueOp(IRDLOperation):
         super().__init__(result_types=[NoneType()])
 
 
+def custom_code_problem(code: str) -> str | None:
+    """Why `code` cannot name a custom operator (empty, or spelled as a builtin), else None:
+    tflite-to-core keys a custom op's lowering by its code beside the builtin names."""
+    if not code:
+        return "custom_code must not be empty"
+    if code in OPERATORS:
+        return f"custom_code '{code}' is the name of a builtin operator"
+    return None
+
+
+@irdl_op_definition
+class CustomOp(TFLiteOperation):
+    """A CUSTOM operator (BuiltinOperator CUSTOM): an op TFLite has no builtin for, named by
+    its `custom_code` (a TF op converted with `allow_custom_ops=True`, TFLite_Detection_
+    PostProcess, TF Text ...). `custom_options` is its flexbuffer options map decoded into
+    attributes (ints i64, floats f64, bools, strings, vectors as arrays, blobs as dense ui8);
+    options that are not a flexbuffer map are kept as bytes in `raw_options`. `tflite-to-core`
+    keys its lowering by the custom code (`lowering("tflite", "<code>")`); with `allow-custom`
+    one without a lowering becomes `core.Custom` with domain "tflite". Example:
+
+        %y = "tflite.CUSTOM"(%x, %z) {custom_code = "ApproximateEqual",
+               custom_options = {T = 0 : i64, tolerance = 1.000000e-02 : f64}, version = 1 : i32}
+             : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+    """
+
+    name = "tflite.CUSTOM"
+    custom_code = attr_def(StringAttr)
+    custom_options = attr_def(DictionaryAttr)
+    raw_options = opt_attr_def(DenseIntOrFPElementsAttr)
+
+    @property
+    def key(self) -> str:
+        return self.custom_code.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if problem := custom_code_problem(self.custom_code.data):
+            raise VerifyException(problem)
+
+
 OP_CLASSES: dict[str, type[TFLiteOperation]] = {
     name: _make_op(name) for name in OPERATORS if name not in NOT_OPERATORS
 }
@@ -307,6 +353,6 @@ def op_class(operator: str) -> type[TFLiteOperation] | None:
     return OP_CLASSES.get(operator)
 
 
-TFLite = Dialect("tflite", [ConstOp, NoValueOp, *OP_CLASSES.values()], [])
+TFLite = Dialect("tflite", [ConstOp, NoValueOp, CustomOp, *OP_CLASSES.values()], [])
 
-__all__ = ["TFLite", "ConstOp", "NoValueOp", "TFLiteOperation", "OP_CLASSES", "i32"]
+__all__ = ["TFLite", "ConstOp", "CustomOp", "NoValueOp", "TFLiteOperation", "OP_CLASSES", "i32"]

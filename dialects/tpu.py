@@ -92,6 +92,8 @@ def encode_param(value: Any) -> Attribute:
         return FloatAttr(float(value), f64)
     if isinstance(value, str):
         return StringAttr(value)
+    if isinstance(value, bytes):  # a blob (a custom op's option): stored as bytes
+        return DictionaryAttr({"__bytes__": to_dense_attr(np.frombuffer(value, np.uint8))})
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return element_type(np.dtype(value))
     if hasattr(value, "dtype") and hasattr(type(value), "__module__") and hasattr(value, "shape"):
@@ -125,6 +127,8 @@ def decode_param(attr: Attribute) -> Any:
         return to_numpy(attr)
     if isinstance(attr, DictionaryAttr):
         entries = attr.data
+        if "__bytes__" in entries:
+            return to_numpy(entries["__bytes__"]).tobytes()
         if "__enum__" in entries:
             return getattr(_enums()[entries["__enum__"].data], entries["name"].data)
         cls = _named_tuples()[entries["__class__"].data]

@@ -6,9 +6,12 @@ Subgraph 0 becomes `func.func @main` (inputs and outputs in order, each named by
 `{mlconv.name = "..."}`). Tensors with a buffer become `tflite.CONST` ops (bytes, never lists;
 a quantized constant keeps its storage integers in `value` and the `!quant.uniform` type on
 its result). Each operator becomes `tflite.<BUILTIN_NAME>` with its options as attributes and
-its `version`, located at `NameLoc(<first output tensor name>)`. An absent optional input
-(-1) becomes a `tflite.NO_VALUE`. Errors (not a TFLite file, truncated file, custom op, an
-operator version the tables do not know) are one-line `FrontendError`s.
+its `version`, located at `NameLoc(<first output tensor name>)`. A CUSTOM operator becomes
+`tflite.CUSTOM` with its `custom_code` and its flexbuffer options decoded into
+`custom_options` (tflite-to-core lowers it by its code, or keeps it as `core.Custom` with
+`allow-custom`). An absent optional input (-1) becomes a `tflite.NO_VALUE`. Errors (not a
+TFLite file, truncated file, an operator version the tables do not know) are one-line
+`FrontendError`s.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from xdsl.builder import Builder
@@ -133,8 +137,8 @@ class _Importer:
         outputs = op.outputs if op.outputs is not None else []
         where = f'loc("{_name(tensors[outputs[0]])}")' if len(outputs) else "loc(unknown)"
         if operator == "CUSTOM":
-            custom = (code.customCode or b"").decode(errors="replace")
-            return f"custom operator '{custom}' is not supported at {where}"
+            problem = tflite.custom_code_problem(_custom_code(code))
+            return f"CUSTOM operator: {problem} at {where}" if problem else None
         if tflite.op_class(operator) is None:
             return f"unknown builtin operator code {builtin} at {where}"
         if not known_version(operator, code.version):
@@ -209,13 +213,16 @@ class _Importer:
             operator = tflite.OPERATOR_NAMES.get(builtin, str(builtin))
             out_index = [int(i) for i in (op.outputs if op.outputs is not None else [])]
             where = _name(tensors[out_index[0]]) if out_index else "?"
-            op_class = tflite.op_class(operator)
+            op_class = tflite.op_class(operator) if operator != "CUSTOM" else tflite.CustomOp
             operands = [value_of(int(i)) for i in (op.inputs if op.inputs is not None else [])]
             attributes: dict[str, Attribute] = {
                 "version": tflite.IntegerAttr(code.version, tflite.i32)
             }
             options = op.builtinOptions if op.builtinOptions is not None else op.builtinOptions2
-            if options is not None:
+            if operator == "CUSTOM":
+                raw = b"" if op.customOptions is None else bytes(op.customOptions)
+                attributes |= custom_attributes(_custom_code(code), raw, where)
+            elif options is not None:
                 for field in tflite.fields_of(operator):
                     value = getattr(options, field["py"])
                     if value is not None and field["kind"] != "table":  # None: absent vector
@@ -240,6 +247,49 @@ class _Importer:
             res_attrs=_names([tensors[i] for i in outputs]),
         )
         return ModuleOp([main])
+
+
+def _custom_code(code) -> str:
+    return (code.customCode or b"").decode(errors="replace")
+
+
+def _option_attr(value: Any, path: str) -> Attribute:
+    """A decoded flexbuffer value as an attribute (the encoding core.Custom's `attrs` reads)."""
+    from mlconv.dialects.tpu import encode_param
+
+    if isinstance(value, bytes | bytearray):  # a blob: bytes, never a list
+        return to_dense_attr(np.frombuffer(bytes(value), dtype=np.uint8))
+    if isinstance(value, dict):
+        raise FrontendError(f"option '{path}' is a nested map, which mlconv does not model")
+    if isinstance(value, list | tuple) and any(isinstance(v, dict | bytes) for v in value):
+        raise FrontendError(f"option '{path}' is a vector of maps or blobs, not modelled")
+    return encode_param(value)
+
+
+def custom_attributes(custom_code: str, raw: bytes, where: str) -> dict[str, Attribute]:
+    """A CUSTOM operator's attributes: its code and its flexbuffer options map decoded
+    (`custom_options`); options that are not a flexbuffer map stay bytes (`raw_options`)."""
+    from flatbuffers import flexbuffers
+
+    attributes: dict[str, Attribute] = {"custom_code": StringAttr(custom_code)}
+    decoded: Any = {}
+    if raw:
+        try:
+            decoded = flexbuffers.Loads(raw)
+        except Exception:  # not a flexbuffer (a packed C struct, ...): kept as it is
+            decoded = None
+    if isinstance(decoded, dict):
+        try:
+            entries = {str(k): _option_attr(v, str(k)) for k, v in sorted(decoded.items())}
+        except FrontendError as error:
+            raise FrontendError(
+                f"custom operator '{custom_code}': {error.message} at loc(\"{where}\")"
+            ) from None
+        attributes["custom_options"] = DictionaryAttr(entries)
+    else:
+        attributes["custom_options"] = DictionaryAttr({})
+        attributes["raw_options"] = to_dense_attr(np.frombuffer(raw, dtype=np.uint8))
+    return attributes
 
 
 def name_loc(name: str) -> NameLoc:

@@ -67,7 +67,8 @@ def tflite_ops(module: ModuleOp | Operation) -> list[tflite.TFLiteOperation]:
 
 
 def operator(op: Operation) -> str:
-    return op.operator  # type: ignore[attr-defined]
+    """The registry key: the builtin operator name, a custom op's code."""
+    return op.key  # type: ignore[attr-defined]
 
 
 def unsupported(module: ModuleOp) -> driver.Missing:

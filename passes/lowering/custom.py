@@ -25,9 +25,13 @@ _STRUCTURAL = frozenset({"operandSegmentSizes", "resultSegmentSizes"})
 def describe(op: Operation) -> tuple[str, str, dict[str, Any]]:
     """(domain, op type, attributes) of a framework op, as core.Custom carries them."""
     from mlconv.dialects import onnx as onnx_dialect
+    from mlconv.dialects import tflite
 
     if isinstance(op, onnx_dialect.CustomOp):
         return op.domain.data, op.op_type.data, dict(op.attrs.data)
+    if isinstance(op, tflite.CustomOp):  # its code and decoded options, not the CUSTOM wrapper
+        raw = {"raw_options": op.raw_options} if op.raw_options is not None else {}
+        return "tflite", op.custom_code.data, {**op.custom_options.data, **raw}
     attributes = {k: v for k, v in op.attributes.items() if k not in _STRUCTURAL}
     dialect, name = op.name.split(".", 1)
     if isinstance(op, onnx_dialect.OnnxOp):

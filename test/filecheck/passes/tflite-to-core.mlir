@@ -1,5 +1,16 @@
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tflite-to-core)' --split-input-file | filecheck %s
 
+// TFLite custom operators are keyed by their custom code: without a lowering, every one is listed at
+// once; with allow-custom each becomes core.Custom (domain "tflite", its decoded options as
+// attrs, bytes options as `raw_options`), the CAST lowers.
+// RUN: not mlconv-opt %S/Inputs/tflite-custom.mlir -p tflite-to-core 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: mlconv-opt %S/Inputs/tflite-custom.mlir -p 'tflite-to-core{allow-custom=true}' | mlconv-opt | filecheck %s --check-prefix=CUSTOM
+// MISSING: error: no lowering to core for 2 tflite op type(s): tflite.ApproximateEqual (1 node: approx); tflite.Packed (1 node: packed)
+// CUSTOM:      %[[E:.*]] = "core.Custom"(%{{.*}}, %{{.*}}) {domain = "tflite", op_type = "ApproximateEqual", attrs = {T = 0 : i64, tolerance = 3.000000e-01 : f64}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+// CUSTOM-NEXT: %[[C:.*]] = "core.Convert"(%[[E]]) {destination_type = f32}
+// CUSTOM-NEXT: %[[P:.*]] = "core.Custom"(%[[C]]) {domain = "tflite", op_type = "Packed", attrs = {raw_options = dense<[0, 0, 192, 63]> : tensor<4xui8>}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CUSTOM-NEXT: func.return %[[P]]
+
 // CHECK-LABEL: func.func @main
 // CHECK:         %[[NCHW:.*]] = "core.Transpose"(%{{.*}}, %{{.*}})
 // CHECK:         %[[CONV:.*]] = "core.Convolution"(%[[NCHW]], %{{.*}}) {{.*}}auto_pad = "same_upper"

@@ -62,3 +62,19 @@ func.func @const_shape_mismatch() -> tensor<2x2xf32> {
   %c = "tflite.CONST"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<2x2xf32>
   func.return %c : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @custom_code_empty(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'tflite.CUSTOM' op custom_code must not be empty}}
+  %y = "tflite.CUSTOM"(%x) {custom_code = "", custom_options = {}, version = 1 : i32} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %y : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @custom_code_is_a_builtin(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'tflite.CUSTOM' op custom_code 'RELU' is the name of a builtin operator}}
+  %y = "tflite.CUSTOM"(%x) {custom_code = "RELU", custom_options = {}, version = 1 : i32} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %y : tensor<2x4xf32>
+}

@@ -19,3 +19,12 @@ func.func @reshape_softmax(%x: tensor<1x2x3xf32>) -> tensor<1x6xf32> {
   %s = "tflite.SOFTMAX"(%r) {beta = 1.0 : f32, version = 1 : i32} : (tensor<1x6xf32>) -> tensor<1x6xf32>
   func.return %s : tensor<1x6xf32>
 }
+
+// CHECK-LABEL: func.func @custom
+// CHECK:         %[[E:.*]] = "tflite.CUSTOM"(%{{.*}}, %{{.*}}) {custom_code = "ApproximateEqual", custom_options = {T = 0 : i64, tolerance = 3.000000e-01 : f64}, version = 1 : i32} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+// CHECK:         "tflite.CUSTOM"(%[[E]]) {custom_code = "Packed", custom_options = {}, raw_options = dense<[0, 0, 192, 63]> : tensor<4xui8>, version = 2 : i32} : (tensor<2x4xi1>) -> tensor<2x4xf32>
+func.func @custom(%x: tensor<2x4xf32>, %y: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %e = "tflite.CUSTOM"(%x, %y) {custom_code = "ApproximateEqual", custom_options = {T = 0 : i64, tolerance = 3.000000e-01 : f64}, version = 1 : i32} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+  %p = "tflite.CUSTOM"(%e) {custom_code = "Packed", custom_options = {}, raw_options = dense<[0, 0, 192, 63]> : tensor<4xui8>, version = 2 : i32} : (tensor<2x4xi1>) -> tensor<2x4xf32>
+  func.return %p : tensor<2x4xf32>
+}
