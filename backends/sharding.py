@@ -24,7 +24,7 @@ this is how a model grows past one chip. Other constants (biases, scalars) stay 
 program. The artifact stores the weights as raw bytes (`tpu/<function>.weights`, offsets in
 the manifest entry's `weights`); the loader places each on the mesh with its recorded
 sharding (`jax.device_put` with the export's `NamedSharding`) once and passes the placed
-arrays on every call (`bind_weights`). The manifest records the mesh (`{"axes", "shape",
+arrays on every call (`WeightBoundCall`). The manifest records the mesh (`{"axes", "shape",
 "devices"}`) so that `mlconv.load` builds the same one without TensorFlow.
 """
 
