@@ -204,3 +204,66 @@ def test_bfloat16_scope_all_converts_the_host_part(saved_model, tmp_path):
     assert 1e-5 < errors["ALL"]["energy"] < 2e-2, errors
     for scope in errors:
         assert 1e-6 < errors[scope]["probabilities"] < 2e-2, errors
+
+
+def test_host_stages_between_two_tpu_functions(tmp_path):
+    """Host work before, between and after two TPU functions; the last stage reads values of
+    the first stage and of both calls."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    tf = pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(21)
+    first = keras.Sequential([keras.layers.Dense(8, activation="tanh")])
+    second = keras.Sequential([keras.layers.Dense(8)])
+    spec = [tf.TensorSpec((3, 8), tf.float32)]
+
+    class Module(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.first, self.second = first, second
+
+        @tf.function(input_signature=spec)
+        def tpu_func_1(self, x):
+            return self.first(x)
+
+        @tf.function(input_signature=spec)
+        def tpu_func_2(self, x):
+            return self.second(x)
+
+        @tf.function(input_signature=spec)
+        def serve(self, x):
+            h = tf.exp(x * 0.5)
+            a = self.tpu_func_1(h)
+            b = self.tpu_func_2(a * tf.reduce_sum(h, axis=1, keepdims=True))
+            return {"out": b - a + h}
+
+    module = Module()
+    first.build((None, 8))
+    second.build((None, 8))
+    folder = tmp_path / "saved"
+    tf.saved_model.save(
+        module,
+        str(folder),
+        signatures={"serving_default": module.serve},
+        options=tf.saved_model.SaveOptions(
+            function_aliases={"tpu_func_1": module.tpu_func_1, "tpu_func_2": module.tpu_func_2}
+        ),
+    )
+    options = (
+        'tpu_functions { function_alias: "tpu_func_1" }\n'
+        'tpu_functions { function_alias: "tpu_func_2" }\n'
+        "disable_default_optimizations: true\n"
+    )
+    manifest = convert(str(folder), str(tmp_path / "out"), options)
+    entry = manifest["signatures"]["serving_default"]
+    assert entry["runtime"] == "jax", entry.get("reason")
+    assert [s.get("call", "host") for s in entry["steps"]] == [
+        "host", "tpu_func_1", "host", "tpu_func_2", "host",
+    ]  # fmt: skip
+    rng = np.random.default_rng(22)
+    x, other = (rng.standard_normal((3, 8)).astype(np.float32) for _ in range(2))
+    expected = reference(tf, folder, "serving_default", x=x)["out"]
+    moved = reference(tf, folder, "serving_default", x=other)["out"]
+    sensitivity.assert_input_sensitive(expected, moved, rtol=1e-5)
+    got = mlconv.load(tmp_path / "out").signatures["serving_default"](x=x)["out"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
