@@ -236,23 +236,32 @@ def _export_region(region: Any) -> Any:
     from jax import export
 
     from mlconv.backends.jax_backend import _interpret
-    from mlconv.dense import numpy_dtype, to_numpy
+    from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
 
     block = region.body.block
     constants = {
         op: to_numpy(op.value) for op in region.body.walk() if isinstance(op, tpu.ConstantOp)
     }
+    body = lambda *args: tuple(_interpret(block, constants, args))  # noqa: E731
+    return export.export(jax.jit(body), platforms=PLATFORMS)(*region_specs(region))
+
+
+def region_specs(region: Any) -> list[Any]:
+    """The region's inputs as `jax.ShapeDtypeStruct`s; a dynamic shape is a one-line error."""
+    import jax
+
+    from mlconv.dense import numpy_dtype
+
     specs = []
-    for arg in block.args:
+    for arg in region.body.block.args:
         shape = tuple(arg.type.get_shape())
         if any(d < 0 for d in shape):
             raise BackendError.at(
                 region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
             )
         specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
-    body = lambda *args: tuple(_interpret(block, constants, args))  # noqa: E731
-    return export.export(jax.jit(body), platforms=PLATFORMS)(*specs)
+    return specs
 
 
 # --------------------------------------------------------------------------- loading

@@ -214,8 +214,9 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     import jax
     from jax import export
 
+    from mlconv.backends.artifact import region_specs
     from mlconv.backends.jax_backend import _interpret
-    from mlconv.dense import numpy_dtype, to_numpy
+    from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
 
     block = region.body.block
@@ -226,14 +227,7 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
         for op in region.body.walk()
         if isinstance(op, tpu.ConstantOp) and op not in dims
     }
-    specs = []
-    for arg in block.args:
-        shape = tuple(arg.type.get_shape())
-        if any(d < 0 for d in shape):
-            raise BackendError.at(
-                region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
-            )
-        specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
+    specs = region_specs(region)
     arrays = [to_numpy(op.value) for op in weights]
     count = len(specs)
 
