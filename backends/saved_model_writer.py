@@ -104,10 +104,15 @@ def _replace_body(
     if batch is not None:
         if call.attr["Tcaptured"].list.type:
             raise BackendError(f"{function_def.signature.name}: the batched body captures tensors")
-        present = {f.signature.name for f in library.function}
-        library.function.extend(
-            f for f in graph.library.function if f.signature.name not in present
-        )
+        present = {f.signature.name: f for f in library.function}
+        for added in graph.library.function:
+            if added.signature.name not in present:
+                library.function.append(added)
+            elif present[added.signature.name] != added:
+                raise BackendError(
+                    f"{function_def.signature.name}: the batched body's function "
+                    f"{added.signature.name} has the name of another function of the SavedModel"
+                )
     signature = function_def.signature
     arguments = [a.name for a in signature.input_arg if a.type != types_pb2.DT_RESOURCE]
     # Several functions share @main's inputs and outputs, each named `<function>.<name>`.

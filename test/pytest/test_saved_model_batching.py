@@ -104,6 +104,29 @@ def test_saved_model_source_batches_with_batch_function(source, tmp_path):
         np.testing.assert_allclose(y, expected[index % len(xs)], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "component",
+    ['experimental { signature_name: "serving_default" }', ""],
+    ids=["signature", "default"],
+)
+def test_signature_and_default_batching_wrap_the_placed_function(source, component, tmp_path):
+    """Signature batching (the function the signature calls) and default batching (around
+    every TPU function) give the placed function the same BatchFunction."""
+    tf, module, saved = source
+    out = tmp_path / "converted"
+    text = (OPTIONS % 7000).replace('experimental { function_alias: "tpu_func" }', component)
+    manifest = convert(str(saved), str(out), text, input_shapes=f"x:1,{FEATURES}", quiet=True)
+    (batch,) = manifest["batches"]
+    assert batch["functions"] == ["tpu_func"]
+    ((function, node),) = batch_nodes(out / "saved_model")
+    assert "tpu_func" in function and node.attr["batch_timeout_micros"].i == 7000
+    serve = tf.saved_model.load(str(out / "saved_model")).signatures["serving_default"]
+    x = np.random.default_rng(34).standard_normal((3, FEATURES)).astype(np.float32)
+    np.testing.assert_allclose(
+        serve(x=tf.constant(x))["y"].numpy(), module.serve(x)["y"].numpy(), rtol=1e-5, atol=1e-5
+    )
+
+
 def test_concurrent_callers_share_one_batch(source, tmp_path):
     """With a 20 s timeout, 8 one-row callers return at once only if their rows fill one batch
     of max_batch_size 8 together (each alone would wait out the timeout)."""
