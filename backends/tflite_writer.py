@@ -85,14 +85,16 @@ class _Writer:
         self.index[value] = len(self.tensors) - 1
         return self.index[value]
 
-    def opcode(self, operator: str, version: int) -> int:
-        key = (operator, version)
+    def opcode(self, operator: str, version: int, custom_code: str | None = None) -> int:
+        key = (operator, version, custom_code)
         if key not in self.codes:
             code = self.s.OperatorCodeT()
             builtin = tflite.OPERATORS[operator]["code"]
             code.builtinCode = builtin
             code.deprecatedBuiltinCode = min(builtin, 127)  # PLACEHOLDER_FOR_GREATER_OP_CODES
             code.version = version
+            if custom_code is not None:
+                code.customCode = custom_code
             self.codes[key] = len(self.code_list)
             self.code_list.append(code)
             runtime = min_runtime(operator, version)
@@ -118,7 +120,10 @@ class _Writer:
 
     def operator(self, op: tflite.TFLiteOperation):
         new = self.s.OperatorT()
-        new.opcodeIndex = self.opcode(op.operator, op.version.value.data)
+        custom = op.key if isinstance(op, tflite.CustomOp) else None
+        new.opcodeIndex = self.opcode(op.operator, op.version.value.data, custom)
+        if isinstance(op, tflite.CustomOp):
+            new.customOptions = np.frombuffer(custom_options_bytes(op), dtype=np.uint8)
         inputs = []
         for operand in op.operands:
             if isinstance(operand.type, NoneType):
@@ -195,6 +200,38 @@ class _Writer:
         builder = flatbuffers.Builder(1024)
         builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
         return bytes(builder.Output())
+
+
+def custom_options_bytes(op: tflite.CustomOp) -> bytes:
+    """A CUSTOM operator's options as the file stores them: its `raw_options` bytes, else its
+    `custom_options` as a flexbuffer map (what the importer decoded, encoded back)."""
+    from flatbuffers import flexbuffers
+
+    from mlconv.dialects.tpu import decode_param
+
+    if op.raw_options is not None:
+        return np.asarray(op.raw_options.get_values(), dtype=np.uint8).tobytes()
+    if not op.custom_options.data:
+        return b""
+
+    def plain(value):
+        if isinstance(value, np.ndarray):  # a blob (dense ui8), else a (nested) vector
+            return value.tobytes() if value.dtype == np.uint8 else value.tolist()
+        if isinstance(value, tuple | list):
+            return [plain(v) for v in value]
+        if isinstance(value, bool | int | float | str | bytes):
+            return value
+        raise TypeError(f"a {type(value).__name__} value")
+
+    entries = {}
+    for name, attr in op.custom_options.data.items():
+        try:
+            entries[name] = plain(decode_param(attr))
+        except (TypeError, KeyError) as error:
+            raise BackendError.at(
+                op, f"option '{name}' cannot be written as a flexbuffer ({error})"
+            ) from None
+    return bytes(flexbuffers.Dumps(entries))
 
 
 def tflite_bytes(module: ModuleOp) -> bytes:

@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, NoneType, StringAttr, TensorType, i32
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    NoneType,
+    StringAttr,
+    TensorType,
+    i32,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -517,6 +525,34 @@ def convert(lo: _Lowering, op: CoreOp) -> None:
     p = lo.perm_of(x)
     out = lo.emit("CAST", [lo.state[x][0]], [lo.frame_type(op.results[0], p)])
     lo.set(op.results[0], out.results[0], p)
+
+
+@lowering("core.Custom")
+def custom(lo: _Lowering, op: CoreOp) -> None:
+    """core.Custom back to a CUSTOM operator: its op type as the custom code (`<domain>.<op>`
+    for a domain other than tflite), its attributes as the options (`raw_options`: bytes)."""
+    attrs = op.attributes["attrs"].data if "attrs" in op.attributes else {}
+    domain = op.attributes["domain"].data if "domain" in op.attributes else ""
+    code = op.attributes["op_type"].data
+    code = code if domain == "tflite" else f"{domain}.{code}" if domain else code
+    if problem := tflite.custom_code_problem(code):
+        raise PassFailure.at(op, f"cannot become a TFLite CUSTOM operator: {problem}")
+    attributes: dict[str, Attribute] = {
+        "version": IntegerAttr(1, i32),
+        "custom_code": StringAttr(code),
+        "custom_options": DictionaryAttr({k: v for k, v in attrs.items() if k != "raw_options"}),
+    }
+    if "raw_options" in attrs:
+        attributes["raw_options"] = attrs["raw_options"]
+    new = tflite.CustomOp.create(
+        operands=[lo.get(v) for v in op.operands],
+        result_types=[r.type for r in op.results],
+        attributes=attributes,
+    )
+    new.location = op.location
+    Rewriter.insert_op(new, InsertPoint.before(lo.ret))
+    for result, value in zip(op.results, new.results, strict=True):
+        lo.set(result, value)
 
 
 def core_ops(module: ModuleOp | Operation) -> list[CoreOp]:

@@ -3,7 +3,8 @@
 their custom code and flexbuffer options decoded into attributes; with allow-custom they become
 `core.Custom` (domain "tflite") and run through Python implementations registered in
 `mlconv.custom_ops`, compared with TensorFlow running the same function; without the option the
-model is refused listing the ops. Options of every flexbuffer kind, options that are not a
+model is refused listing the ops. Written back (the imported IR, or core.Custom through
+core-to-tflite) they stay CUSTOM operators with their options. Options of every flexbuffer kind, options that are not a
 flexbuffer and bad custom codes are checked on files rewritten with the TFLite schema.
 """
 
@@ -173,6 +174,33 @@ def test_a_pattern_for_the_custom_code_lowers_it(model, registered):
     np.testing.assert_allclose(got, source(tf.constant(x), tf.constant(y)).numpy(), atol=1e-5)
 
 
+def test_written_back_the_file_imports_the_same(model, tmp_path):
+    """write_tflite keeps each CUSTOM operator: its code and its options as a flexbuffer."""
+    from mlconv.backends.tflite_writer import write_tflite
+
+    module = import_tflite(model)
+    write_tflite(module, tmp_path / "again.tflite")
+    assert str(import_tflite(tmp_path / "again.tflite")) == str(module)
+
+
+def test_exported_from_core_and_run_again(model, registered, tmp_path):
+    """.tflite -> core (allow-custom) -> core-to-tflite-pipeline -> .tflite: the CUSTOM ops come
+    back with their codes and options, and the file runs as TensorFlow computes."""
+    from mlconv.api import lower_to_core
+    from mlconv.backends.tflite_writer import export_tflite
+
+    module = lower_to_core(import_tflite(model), allow_custom=True)
+    export_tflite(module, str(tmp_path / "exported.tflite"))
+    again = import_tflite(tmp_path / "exported.tflite")
+    options = {op.custom_code.data: op.custom_options for op in custom_ops_of(again)}
+    assert sorted(options) == ["ApproximateEqual", "Erfinv"]
+    assert options["ApproximateEqual"].data["tolerance"].value.data == pytest.approx(TOLERANCE)
+    run = mlconv.compile(str(tmp_path / "exported.tflite"), allow_custom=True, quiet=True)
+    x, y = inputs(2)
+    (got,) = run(x, y)
+    np.testing.assert_allclose(got, source(tf.constant(x), tf.constant(y)).numpy(), atol=1e-5)
+
+
 def rewrite(model: Path, tmp_path: Path, code: str, options: bytes) -> Path:
     """The model with its Erfinv operator renamed `code`, with `options` as custom_options."""
     import flatbuffers
@@ -205,6 +233,10 @@ def test_every_flexbuffer_kind_reaches_the_implementation(model, tmp_path):
     (op,) = [op for op in custom_ops_of(import_tflite(path)) if op.custom_code.data == "Shifted"]
     assert sorted(op.custom_options.data) == sorted(options)
     assert isinstance(op.custom_options.data["blob"], DenseIntOrFPElementsAttr)
+    from mlconv.backends.tflite_writer import write_tflite
+
+    write_tflite(op.get_toplevel_object(), tmp_path / "again.tflite")  # every kind written back
+    assert str(import_tflite(tmp_path / "again.tflite")) == str(op.get_toplevel_object())
     seen = {}
 
     def shifted(x, **attributes):
@@ -258,3 +290,26 @@ def test_bad_custom_operators_are_one_line_errors(model, tmp_path, code, options
     text = str(caught.value)
     assert message in text and "\n" not in text
     assert 'loc("erfinv/Erfinv")' in text
+
+
+def test_options_flexbuffers_cannot_hold_are_one_line_errors(tmp_path):
+    """A core.Custom attribute with no flexbuffer form (a type) stops the TFLite writer at the
+    op, and nothing is written."""
+    from xdsl.parser import Parser
+
+    from mlconv.backends.tflite_writer import export_tflite
+    from mlconv.dialects import make_context
+    from mlconv.errors import BackendError
+
+    text = """
+    func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+      %a = "core.Custom"(%x) {domain = "com.acme", op_type = "Typed", attrs = {to = f32}} : (tensor<2xf32>) -> tensor<2xf32> loc("typed")
+      func.return %a : tensor<2xf32>
+    }
+    """
+    out = tmp_path / "typed.tflite"
+    with pytest.raises(BackendError) as caught:
+        export_tflite(Parser(make_context(), text).parse_module(), str(out))
+    assert caught.value.location == "typed" and "\n" not in str(caught.value)
+    assert "option 'to' cannot be written as a flexbuffer" in str(caught.value)
+    assert not out.exists()

@@ -33,3 +33,21 @@ func.func @main(%x: tensor<1x4xf32>) -> tensor<1x2xf32> {
   %s = "core.Softmax"(%a) {axis = 1 : i64} : (tensor<1x2xf32>) -> tensor<1x2xf32>
   func.return %s : tensor<1x2xf32>
 }
+
+// -----
+
+// core.Custom becomes a CUSTOM operator: a tflite-domain op keeps its code, another domain's is
+// named `<domain>.<op_type>`; attributes become the options, `raw_options` stays bytes. The
+// NHWC -> NCHW transpose before it is materialized (custom ops take the layout they are given).
+// CHECK-LABEL: func.func @main
+// CHECK:         %[[T:.*]] = "tflite.TRANSPOSE"
+// CHECK:         %[[A:.*]] = "tflite.CUSTOM"(%[[T]]) {version = 1 : i32, custom_code = "ApproximateGelu", custom_options = {T = 0 : i64, scale = 5.000000e-01 : f64}} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+// CHECK:         %[[B:.*]] = "tflite.CUSTOM"(%[[A]]) {version = 1 : i32, custom_code = "com.acme.Packed", custom_options = {}, raw_options = dense<[1, 2]> : tensor<2xui8>} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+// CHECK:         func.return %[[B]]
+func.func @main(%x: tensor<1x2x2x3xf32>) -> tensor<1x3x2x2xf32> {
+  %p = "core.Constant"() {value = dense<[0, 3, 1, 2]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %t = "core.Transpose"(%x, %p) : (tensor<1x2x2x3xf32>, tensor<4xi64>) -> tensor<1x3x2x2xf32>
+  %a = "core.Custom"(%t) {domain = "tflite", op_type = "ApproximateGelu", attrs = {T = 0 : i64, scale = 5.000000e-01 : f64}} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  %b = "core.Custom"(%a) {domain = "com.acme", op_type = "Packed", attrs = {raw_options = dense<[1, 2]> : tensor<2xui8>}} : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  func.return %b : tensor<1x3x2x2xf32>
+}
