@@ -77,7 +77,8 @@ def save_artifact(
     `sharding` (a backends.sharding.MeshSpec) each function is exported for that device mesh
     (XLA SPMD); the SavedModel form holds the functions for one device. `host` is the host
     part of a SavedModel source: the manifest's `signatures` and the host stages (name,
-    tpu-level module), exported for the host (backends/host_part.py)."""
+    tpu-level module, exported for the host; or the bytes of a GraphDef TensorFlow runs),
+    see backends/host_part.py."""
     from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
     from mlconv.backends.module_io import find_main, value_names
@@ -158,7 +159,10 @@ def save_artifact(
         from mlconv.backends.host_part import export_main
 
         manifest["signatures"] = host[0]
-        host_stages = [(name, export_main(stage)) for name, stage in host[1]]
+        host_stages = [
+            (name, stage if isinstance(stage, bytes) else export_main(stage))
+            for name, stage in host[1]
+        ]
     import importlib.util
 
     write_tf = saved_model and importlib.util.find_spec("tensorflow") is not None
@@ -181,6 +185,9 @@ def save_artifact(
         if host_stages:
             (staging / "host").mkdir()
         for name, exp in host_stages:
+            if isinstance(exp, bytes):  # a host part kept in TensorFlow: a frozen GraphDef
+                (staging / "host" / f"{name}.pb").write_bytes(exp)
+                continue
             (staging / "host" / f"{name}.jaxexport").write_bytes(exp.serialize())
             (staging / "host" / f"{name}.mlir").write_text(exp.mlir_module())
         if write_tf:
@@ -387,8 +394,9 @@ def load_artifact(outdir: str | os.PathLike, device: str | None = None) -> Loade
     loaded = LoadedArtifact(outdir, device)
     if loaded.manifest.get("batches"):
         from mlconv.backends.batcher import BatchingModel
+        from mlconv.backends.host_part import BatchedCalls, load_signatures
 
         model = BatchingModel(loaded, outdir)
-        model.signatures = loaded.signatures
+        model.signatures = load_signatures(BatchedCalls(model, loaded), Path(outdir))
         return model
     return loaded

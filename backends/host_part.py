@@ -10,9 +10,13 @@ The manifest's `signatures` maps each signature name to how it runs:
   `jax.export` modules in OUTDIR/host/<stage>.jaxexport, run on the host's CPU; `steps` lists
   the host stages and the TPU calls in order (a TPU call runs the artifact's function on the
   artifact's device). No TensorFlow is imported.
-- `"runtime": "tensorflow"`: the host part holds ops only TensorFlow runs (`reason` says which);
-  the signature runs from OUTDIR/saved_model with TensorFlow, its TPU functions there being
-  the same StableHLO as XlaCallModule ops.
+- `"runtime": "tensorflow"`: the host part holds ops only TensorFlow runs (`reason` says which).
+  It is kept as the signature's frozen GraphDef without the TPU functions' bodies
+  (OUTDIR/host/<signature>.host.pb, frontends/tf_host_part.host_graph): TensorFlow computes
+  each TPU call's inputs, the call runs the artifact's function (its StableHLO, through
+  jax), and its results are fed back as the Placeholders that replaced the call's outputs.
+  Where even that split fails (`graph_error`), the signature runs whole from
+  OUTDIR/saved_model, its TPU functions there the same StableHLO as XlaCallModule ops.
 
 An artifact without `signatures` (ONNX, TFLite: placed whole) has one, `serving_default`,
 running the whole model. `"bfloat16": true` on a signature (bfloat16 scope ALL) records that
@@ -134,22 +138,55 @@ class Signature:
         return {out["name"]: np.asarray(fetch(out["value"])) for out in self.entry["outputs"]}
 
     def _run_tensorflow(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """The signature's host part in TensorFlow: from its frozen GraphDef, each TPU call's
+        inputs computed by TensorFlow, the call run by mlconv's TPU function (StableHLO), its
+        results fed back; else (no GraphDef) the whole signature from OUTDIR/saved_model."""
+        tf = self._tensorflow()
+        if "graph" not in self.entry:
+            if self._tf_function is None:
+                loaded = tf.saved_model.load(str(self.folder / self.entry["saved_model"]))
+                self._tf_function = (loaded, loaded.signatures[self.name])
+            outputs = self._tf_function[1](
+                **{n: tf.constant(a) for n, a in zip(self.input_names, arrays, strict=True)}
+            )
+            return {name: outputs[name].numpy() for name in self.output_names}
+        recipe = self.entry
         if self._tf_function is None:
-            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-            try:
-                import tensorflow as tf
-            except ImportError:
-                raise BackendError(
-                    f"{self.folder}: signature '{self.name}' runs with TensorFlow "
-                    f"({self.entry.get('reason', 'host-only ops')}); TensorFlow is not installed"
-                ) from None
-            loaded = tf.saved_model.load(str(self.folder / self.entry["saved_model"]))
-            self._tf_function = (tf, loaded, loaded.signatures[self.name])
-        tf, _, function = self._tf_function
-        outputs = function(
-            **{n: tf.constant(a) for n, a in zip(self.input_names, arrays, strict=True)}
-        )
-        return {name: outputs[name].numpy() for name in self.output_names}
+            graph_def = tf.compat.v1.GraphDef()
+            graph_def.ParseFromString((self.folder / "host" / recipe["graph"]).read_bytes())
+            wrapped = tf.compat.v1.wrap_function(
+                lambda: tf.graph_util.import_graph_def(graph_def, name=""), []
+            )
+            tensor = wrapped.graph.get_tensor_by_name
+            feeds = [recipe["input_tensors"][n] for n in self.input_names]
+            pruned = []
+            for call in recipe["calls"]:  # each call's inputs from what is known before it
+                pruned.append(
+                    wrapped.prune([tensor(t) for t in feeds], [tensor(t) for t in call["inputs"]])
+                )
+                feeds = feeds + call["outputs"]
+            fetches = [tensor(recipe["output_tensors"][n]) for n in self.output_names]
+            pruned.append(wrapped.prune([tensor(t) for t in feeds], fetches))
+            self._tf_function = (wrapped, pruned)
+        pruned = self._tf_function[1]
+        known = [tf.constant(a) for a in arrays]
+        for call, function in zip(recipe["calls"], pruned, strict=False):
+            inputs = [np.asarray(v) for v in function(*known)]
+            results = self.artifact.call_function(call["call"], inputs)
+            known += [tf.constant(np.asarray(r)) for r in results]
+        outputs = pruned[-1](*known)
+        return {n: np.asarray(v) for n, v in zip(self.output_names, outputs, strict=True)}
+
+    def _tensorflow(self) -> Any:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        try:
+            import tensorflow as tf
+        except ImportError:
+            raise BackendError(
+                f"{self.folder}: signature '{self.name}' runs with TensorFlow "
+                f"({self.entry.get('reason', 'host-only ops')}); TensorFlow is not installed"
+            ) from None
+        return tf
 
 
 def whole_model_signature(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,7 +203,23 @@ def whole_model_signature(manifest: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+class BatchedCalls:
+    """A batching artifact's TPU calls: a single function runs through the batching model
+    (any number of rows, as its SavedModel signature takes them); several, one by one."""
+
+    def __init__(self, model: Any, loaded: Any):
+        self.model = model
+        self.loaded = loaded
+        self.manifest = loaded.manifest
+
+    def call_function(self, name: str | None, args: Sequence[Any]) -> list[np.ndarray]:
+        if name is None or len(self.manifest["functions"]) == 1:
+            return self.model(*args)
+        return self.loaded.call_function(name, args)
+
+
 def load_signatures(artifact: Any, folder: Path) -> dict[str, Signature]:
+    """Each signature of the artifact; `artifact` runs the TPU calls (`call_function`)."""
     recorded = artifact.manifest.get("signatures") or {
         SERVING: whole_model_signature(artifact.manifest)
     }

@@ -235,10 +235,12 @@ def convert_host_part(
     """The host part of each signature of a SavedModel (frontends/tf_host_part.py): its host
     stages lowered to tpu ops for the host's CPU (with `bf16`, a TpuBf16Pass for bfloat16 scope
     ALL, in bfloat16), or, when an op has no lowering, the signature kept for TensorFlow with
-    the reason; returns the manifest's `signatures` and the stages (backends/host_part.py)."""
+    the reason and its host part as a frozen GraphDef around the TPU calls (else the whole
+    signature from OUTDIR/saved_model); returns the manifest's `signatures` and the stages
+    (backends/host_part.py)."""
     from mlconv.api import lower_to_core
     from mlconv.dialects import make_context
-    from mlconv.frontends.tf_host_part import signatures, split_signature
+    from mlconv.frontends.tf_host_part import host_graph, signatures, split_signature
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
 
@@ -270,6 +272,14 @@ def convert_host_part(
                 "inputs": inputs,
                 "outputs": [{"name": name} for name in outputs],
             }
+            try:  # the host part as a frozen GraphDef around the TPU calls
+                graph, recipe = host_graph(model, signature, placement, arity)
+            except Exception as graph_error:  # noqa: BLE001 - then the whole signature
+                entries[signature]["graph_error"] = str(graph_error).splitlines()[0]
+                continue
+            name = f"{signature}.host"
+            entries[signature].update(graph=f"{name}.pb", **recipe)
+            stages.append((name, graph))
             continue
         by_name = {entry["name"]: entry for entry in inputs}
         entries[signature] = {

@@ -157,6 +157,14 @@ def test_host_only_op_keeps_the_signature_in_tensorflow(saved_model, float32_art
     assert "string" in entry["reason"]
     recorded = json.loads((out / "manifest.json").read_text())["signatures"]["strings"]
     assert recorded["saved_model"] == "saved_model"
+    # its host part is a frozen GraphDef without the TPU function's body: the loader runs
+    # StringToNumber in TensorFlow, then tpu_func as mlconv's StableHLO, then the `+ 1`
+    assert [call["call"] for call in entry["calls"]] == ["tpu_func"]
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString((out / "host" / entry["graph"]).read_bytes())
+    kinds = {node.op for node in graph.node}
+    assert "StringToNumber" in kinds and "AddV2" in kinds
+    assert not kinds & {"Conv2D", "MatMul", "XlaCallModule"}, kinds
     x, other = inputs(4), inputs(5)
     text = np.char.mod("%.6f", x).astype(bytes)
     expected = reference(tf, folder, "strings", text=text)["logits"]

@@ -437,7 +437,9 @@ def test_seed_example_options_text_end_to_end(tmp_path):
         options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
     )
     out = tmp_path / "converted"
-    convert(str(saved), str(out), SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS, input_shapes="x:1,24")
+    manifest = convert(
+        str(saved), str(out), SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS, input_shapes="x:1,24"
+    )
     rng = np.random.default_rng(19)
     x, other = (rng.standard_normal((3, 24)).astype(np.float32) for _ in range(2))
     expected = module.serve(x)["y"].numpy()
@@ -446,9 +448,13 @@ def test_seed_example_options_text_end_to_end(tmp_path):
     loaded = mlconv.load(out)
     try:
         (got,) = loaded(x)
+        # the signature whole: its host part (`- 1`, any number of rows) kept in TensorFlow
+        # around the batching TPU function
+        assert manifest["signatures"]["serving_default"]["runtime"] == "tensorflow"
+        whole = loaded.signatures["serving_default"](x=x)["y"]
     finally:
         getattr(loaded, "close", lambda: None)()
-    for result in (served, got - 1.0):
+    for result in (served, got - 1.0, whole):
         assert result.shape == (3, 5)
         error = float(np.abs(result - expected).max() / np.abs(expected).max())
         assert 1e-6 < error < 2e-2, error
