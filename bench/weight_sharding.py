@@ -9,14 +9,16 @@ mlconv-convert (float32, no default optimizations): for one device, and for the 
 of the seed's df_2x2 topology. "one device" is the bytes of every constant of the TPU function
 (all on one chip); "per device" is, for the sharded run, the largest per-device sum of the
 weight arguments' shards plus the constants left in the program (biases, scalars), which
-every device holds. The outputs of the two runs are compared (max abs difference, and that
-over the largest output magnitude).
+every device holds; "XLA args MB" is the compiled executable's own count of its per-device
+argument bytes (XLA's memory analysis) less the input's. The outputs of the two runs are
+compared (max abs difference, and that over the largest output magnitude; random-weight
+mobilenet_v2's outputs are ~1e-9).
 
 One run (2-core CPU host, 8 forced devices, 96x96, batch 8):
 
-    model           one device MB  per device MB  ratio     split max |diff|  rel diff  convert s
-    resnet18                46.74           5.86   7.97   21/21     2.86e-06  ...           9.4
-    mobilenet_v2            13.95           1.81   7.72   53/53     1.55e-15  ...           2.9
+    model           one device MB  per device MB  ratio XLA args MB     split max |diff|  rel diff  convert s
+    resnet18                46.74           5.86   7.97        5.84   21/21     2.86e-06  7.32e-07       10.7
+    mobilenet_v2            13.95           1.81   7.72        1.73   53/53     1.55e-15  5.95e-07        3.6
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def main() -> None:
     x = x.astype(np.float32)
     print(
         f"{'model':14} {'one device MB':>14} {'per device MB':>14} {'ratio':>6} "
-        f"{'split':>9} {'max |diff|':>10} {'convert s':>10}"
+        f"{'XLA args MB':>11} {'split':>9} {'max |diff|':>10} {'rel diff':>9} {'convert s':>10}"
     )
     for name in args.models:
         with tempfile.TemporaryDirectory() as folder:
@@ -103,8 +105,13 @@ def main() -> None:
                     )
             device = max(per_device.values()) + (whole - args_whole)
             split = sum(1 for w in call.weights if not w.sharding.is_fully_replicated)
+            # XLA's own count: the compiled executable's arguments per device, less the input
+            compiled = call.call.lower(x, *call.weights).compile()
+            shard = compiled.input_shardings[0][0].shard_shape(x.shape)
+            xla = compiled.memory_analysis().argument_size_in_bytes - np.prod(shard) * 4
             print(
                 f"{name:14} {whole / 1e6:14.2f} {device / 1e6:14.2f} {whole / device:6.2f} "
+                f"{xla / 1e6:11.2f} "
                 f"{split:4}/{len(call.weights):<4} {float(np.abs(got - single).max()):10.2e} "
                 f"{float(np.abs(got - single).max() / np.abs(single).max()):9.2e} "
                 f"{seconds:10.1f}"
