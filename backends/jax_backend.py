@@ -1,13 +1,20 @@
 """Compile a module of tpu ops into one `jax.jit` program per `tpu.region`.
 
-Each tpu op binds its jax primitive with the parameters decoded from its attributes. Constants
-become arguments of the jitted function, not literals inside it, so XLA does not spend its
-compile time folding weights, and a 100 MB model is not copied into the executable.
+Each tpu op binds its jax primitive with the parameters decoded from its attributes. Weights
+become arguments of the jitted function, placed on the device once, not literals inside it, so
+XLA does not spend its compile time folding them and a 100 MB model is not copied into the
+executable. Constants of at most `LITERAL_BYTES` (scalars, biases, BatchNorm scales) are
+literals: XLA sees ReLU's zero and a bias as constants it can fuse.
+
+On the CPU the program is compiled with `XLA_CPU_OPTIONS`: XLA:CPU hands dots, convolutions
+and the elementwise ops and reductions around them to its YNNPACK library fusions instead of
+compiling each loop fusion to machine code with LLVM (~12 ms of CPU per fusion).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import jax
@@ -115,21 +122,55 @@ _CONTROL: dict[type, Callable[..., list[Any]]] = {
 }
 
 
+LITERAL_BYTES = 16384
+"""tpu.constants of at most this many bytes are HLO literals; larger ones (weights) are jit
+arguments. resnet50 (light, XLA:CPU): 158 arguments -> 53, 26 fusions -> 15, XLA compile CPU
+0.61 -> 0.41 s; all literal instead costs 0.3 s more tracing and compiles no faster."""
+
+XLA_CPU_OPTIONS = {
+    "xla_cpu_experimental_ynn_fusion_type": ",".join(
+        f"LIBRARY_FUSION_TYPE_{kind}"
+        for kind in ("DOT", "ELTWISE", "REDUCE", "INDIVIDUAL_CONVOLUTION")
+    )
+}
+"""XLA:CPU compile options (jaxlib 0.10): library (YNNPACK) fusions take dots with their
+elementwise and reduction neighbours, and convolutions. Measured, XLA compile CPU seconds
+before -> after: squeezenet 0.84 -> 0.48, resnet50 0.99 -> 0.61, inception_v1 1.96 -> 0.95,
+densenet121 2.72 -> 1.46 (fusions 96 -> 26 on resnet50, 244 -> 69 on densenet121)."""
+
+
+@cache
+def compiler_options(platform: str) -> dict[str, Any] | None:
+    """`XLA_CPU_OPTIONS` on the CPU where this jaxlib knows them (probed once), else None."""
+    if platform != "cpu":
+        return None
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=XLA_CPU_OPTIONS).lower(np.float32(0)).compile()
+    except Exception:  # an XLA without these options: its defaults
+        return None
+    return XLA_CPU_OPTIONS
+
+
 class CompiledRegion:
-    """One tpu.region as a jitted function of its inputs."""
+    """One tpu.region as a jitted function of its inputs (and of its weights, `constants`)."""
 
     def __init__(self, region: tpu.RegionOp, device: Any):
         block = region.body.block
         self.device = device
-        # Constants of nested control-flow bodies are jit arguments too.
-        constant_ops = [op for op in region.body.walk() if isinstance(op, tpu.ConstantOp)]
-        self.constants = [jax.device_put(to_numpy(op.value), device) for op in constant_ops]
+        # Constants of nested control-flow bodies are jit arguments (or literals) too.
+        values = {
+            op: to_numpy(op.value) for op in region.body.walk() if isinstance(op, tpu.ConstantOp)
+        }
+        literals = {op: v for op, v in values.items() if v.nbytes <= LITERAL_BYTES}
+        weight_ops = [op for op in values if op not in literals]
+        self.constants = [jax.device_put(values[op], device) for op in weight_ops]
         self.input_dtypes = [numpy_dtype(a.type.get_element_type()) for a in block.args]
         self.input_shapes = [tuple(a.type.get_shape()) for a in block.args]
         self._jitted = jax.jit(
             lambda constants, *args: _interpret(
-                block, dict(zip(constant_ops, constants, strict=True)), args
-            )
+                block, {**literals, **dict(zip(weight_ops, constants, strict=True))}, args
+            ),
+            compiler_options=compiler_options(device.platform),
         )
 
     def __call__(self, *args: Any) -> list[Any]:
