@@ -88,3 +88,61 @@ func.func @dynamic_shape(%x: tensor<?x3xf32>) -> tensor<2xi64> {
   %shape = "core.ShapeOf"(%x) : (tensor<?x3xf32>) -> tensor<2xi64>
   func.return %shape : tensor<2xi64>
 }
+
+// -----
+
+// A small captured constant is copied into the body that uses it, so the body's Unsqueeze
+// folds and the Slice gets a constant step (TorchScript's batched NMS in SSD: Constant ->
+// Unsqueeze -> Slice inside an If whose condition depends on the data).
+// CHECK-LABEL: func.func @captured_constant_in_body
+// CHECK:         "core.If"
+// CHECK:         ^{{.*}}(%[[D:.*]]: tensor<6xf32>, %{{.*}}: tensor<i64>):
+// CHECK-NOT:       core.Unsqueeze
+// CHECK:           %[[STEP:.*]] = core.Constant {value = dense<2> : tensor<1xi64>} : tensor<1xi64>
+// CHECK:           "core.Slice"(%[[D]], %{{.*}}, %{{.*}}, %[[STEP]]) : (tensor<6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xf32>
+// CHECK:         }, {
+// CHECK-NEXT:    ^{{.*}}(%[[E:.*]]: tensor<6xf32>, %{{.*}}: tensor<i64>):
+// CHECK-NOT:       core.Constant
+// CHECK:           "core.Negative"(%[[E]])
+func.func @captured_constant_in_body(%c: tensor<i1>, %x: tensor<6xf32>) -> tensor<?xf32> {
+  %two = core.Constant {value = dense<2> : tensor<i64>} : tensor<i64>
+  %y = "core.If"(%c, %x, %two) ({
+  ^bb0(%d: tensor<6xf32>, %s: tensor<i64>):
+    %axes = core.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+    %start = core.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+    %stop = core.Constant {value = dense<6> : tensor<1xi64>} : tensor<1xi64>
+    %step = "core.Unsqueeze"(%s, %axes) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+    %t = "core.Slice"(%d, %start, %stop, %step) : (tensor<6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
+    core.Yield %t : tensor<?xf32>
+  }, {
+  ^bb0(%e: tensor<6xf32>, %u: tensor<i64>):
+    %n = "core.Negative"(%e) : (tensor<6xf32>) -> tensor<6xf32>
+    core.Yield %n : tensor<6xf32>
+  }) : (tensor<i1>, tensor<6xf32>, tensor<i64>) -> tensor<?xf32>
+  func.return %y : tensor<?xf32>
+}
+
+// -----
+
+// A core.If whose condition is a constant becomes the ops of the branch it takes, folded in
+// turn (its captured operands in place of the block arguments).
+// CHECK-LABEL: func.func @if_constant_condition
+// CHECK-SAME:    (%[[X:.*]]: tensor<3xf32>)
+// CHECK-NOT:     core.If
+// CHECK:         %[[C:.*]] = core.Constant {value = dense<4.000000e+00> : tensor<f32>} : tensor<f32>
+// CHECK-NEXT:    %[[Y:.*]] = "core.Multiply"(%[[X]], %[[C]]) : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK-NEXT:    func.return %[[Y]] : tensor<3xf32>
+func.func @if_constant_condition(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %c = core.Constant {value = dense<false> : tensor<i1>} : tensor<i1>
+  %two = core.Constant {value = dense<2.0> : tensor<f32>} : tensor<f32>
+  %y = "core.If"(%c, %x, %two) ({
+  ^bb0(%a: tensor<3xf32>, %s: tensor<f32>):
+    core.Yield %a : tensor<3xf32>
+  }, {
+  ^bb0(%b: tensor<3xf32>, %t: tensor<f32>):
+    %sq = "core.Multiply"(%t, %t) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %m = "core.Multiply"(%b, %sq) : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    core.Yield %m : tensor<3xf32>
+  }) : (tensor<i1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
