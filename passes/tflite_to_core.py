@@ -23,16 +23,20 @@ and the first locations).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from mlconv.dense import element_type
 from mlconv.dialects import tflite
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.dialects.quant import UniformQuantizedType
@@ -76,6 +80,21 @@ def unsupported(module: ModuleOp) -> driver.Missing:
     return driver.unsupported(tflite_ops(module), "tflite", name=operator)
 
 
+def _real(t: Attribute) -> Attribute:
+    """A quantized tensor type's real (f32) counterpart; other types as they are."""
+    if isinstance(t, TensorType) and isinstance(t.get_element_type(), UniformQuantizedType):
+        return TensorType(element_type(np.float32), t.get_shape())
+    return t
+
+
+def _dequantized(fallback: driver.Fallback, op: Operation, b: Any) -> Sequence[SSAValue | None]:
+    """allow-custom's fallback as every TFLite lowering computes: on dequantized operands,
+    giving real results (`finish` requantizes the quantized ones)."""
+    real = [b.x(op, i) for i in range(len(op.operands))]  # None: an absent input stays
+    operands = [op.operands[i] if v is None else v for i, v in enumerate(real)]
+    return fallback(op, b, operands, [_real(r.type) for r in op.results])
+
+
 def lower_function(function: func.FuncOp, keep_dynamic: bool, **options: Any) -> None:
     block = function.body.block
     qtypes: dict[SSAValue, UniformQuantizedType] = {}
@@ -105,6 +124,8 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool, **options: Any) ->
         qtypes[value] = qtype
         return value
 
+    if options.get("fallback") is not None:
+        options["fallback"] = partial(_dequantized, options["fallback"])
     driver.lower_ops(
         tflite_ops(function),
         "tflite",

@@ -11,10 +11,11 @@ core.Custom op and the builder, whatever framework the op came from, and its val
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import DictionaryAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from mlconv.dialects.core_custom import CustomOp
 
@@ -39,14 +40,20 @@ def describe(op: Operation) -> tuple[str, str, dict[str, Any]]:
     return dialect, name, attributes
 
 
-def custom_fallback(op: Operation, b: Any) -> list[SSAValue]:
-    """`op` as core.Custom, inserted by the builder `b` at the op's location."""
+def custom_fallback(
+    op: Operation,
+    b: Any,
+    operands: Sequence[SSAValue] | None = None,
+    result_types: Sequence[Attribute] | None = None,
+) -> list[SSAValue]:
+    """`op` as core.Custom, inserted by the builder `b` at the op's location (`operands`,
+    `result_types`: the framework's own view of them, e.g. TFLite's dequantized values)."""
     if op.regions:
         raise b.fail("has subgraphs; allow-custom keeps only ops without regions")
     domain, op_type, attributes = describe(op)
     custom = CustomOp.build_op(
-        [list(op.operands)],
-        [r.type for r in op.results],
+        [list(op.operands if operands is None else operands)],
+        [r.type for r in op.results] if result_types is None else list(result_types),
         domain=domain,
         op_type=op_type,
         attrs=DictionaryAttr(attributes),

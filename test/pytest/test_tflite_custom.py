@@ -313,3 +313,25 @@ def test_options_flexbuffers_cannot_hold_are_one_line_errors(tmp_path):
     assert caught.value.location == "typed" and "\n" not in str(caught.value)
     assert "option 'to' cannot be written as a flexbuffer" in str(caught.value)
     assert not out.exists()
+
+
+def test_quantized_operands_reach_the_implementation_dequantized():
+    """Between int8 tensors the implementation sees real values and its result is requantized
+    (half away from zero), as every TFLite lowering computes."""
+    from xdsl.parser import Parser
+
+    from mlconv.dialects import make_context
+
+    text = Path(__file__).parents[1] / "filecheck/passes/Inputs/tflite-custom-quantized.mlir"
+    module = Parser(make_context(), text.read_text()).parse_module()
+    custom_ops.register("tflite", "Scale", lambda x, *, factor: x * np.float32(factor))
+    try:
+        run = mlconv.compile(module, device="cpu", allow_custom=True, quiet=True)
+        x = np.random.default_rng(3).integers(-128, 128, (1, 4)).astype(np.int8)
+        (got,) = run(x)
+    finally:
+        custom_ops.unregister("tflite", "Scale")
+    real = (x.astype(np.float32) + 1) * 0.5 * 2.0
+    scaled = real / 0.25
+    expected = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + 3, -128, 127)
+    np.testing.assert_array_equal(got, expected.astype(np.int8))

@@ -11,6 +11,15 @@
 // CUSTOM-NEXT: %[[P:.*]] = "core.Custom"(%[[C]]) {domain = "tflite", op_type = "Packed", attrs = {raw_options = dense<[0, 0, 192, 63]> : tensor<4xui8>}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
 // CUSTOM-NEXT: func.return %[[P]]
 
+// A quantized custom op computes as every TFLite lowering does: on dequantized operands, its
+// real result requantized.
+// RUN: mlconv-opt %S/Inputs/tflite-custom-quantized.mlir -p 'tflite-to-core{allow-custom=true}' | mlconv-opt | filecheck %s --check-prefix=QUANT
+// QUANT:       %[[R:.*]] = "core.Multiply"
+// QUANT:       %[[C:.*]] = "core.Custom"(%[[R]]) {domain = "tflite", op_type = "Scale", attrs = {factor = 2.000000e+00 : f64}} : (tensor<1x4xf32>) -> tensor<1x4xf32>
+// QUANT:       %[[D:.*]] = "core.Divide"(%[[C]], %{{.*}})
+// QUANT:       %[[Q:.*]] = "core.Convert"(%{{.*}}) {destination_type = i8}
+// QUANT-NEXT:  func.return %[[Q]] : tensor<1x4xi8>
+
 // CHECK-LABEL: func.func @main
 // CHECK:         %[[NCHW:.*]] = "core.Transpose"(%{{.*}}, %{{.*}})
 // CHECK:         %[[CONV:.*]] = "core.Convolution"(%[[NCHW]], %{{.*}}) {{.*}}auto_pad = "same_upper"
