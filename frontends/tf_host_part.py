@@ -96,6 +96,43 @@ def call_paths(library: Mapping[str, Any], start: str, placed: Mapping[str, str]
     return found
 
 
+def host_only_ops(
+    saved_model: str | os.PathLike, signature: str, placed: Mapping[str, str]
+) -> list[str]:
+    """The op types of the signature's host part that only TensorFlow runs (strings, sparse,
+    ...: tf_placement's list), outside the placed functions, as `tf.<Op>`."""
+    from mlconv.frontends.tf_placement import (
+        FREE_OPS,
+        _host_only,
+        read_saved_model,
+        signature_function,
+    )
+
+    meta = read_saved_model(saved_model).meta_graphs[0]
+    library = {f.signature.name: f for f in meta.graph_def.library.function}
+    start = signature_function(meta, signature)
+    stop = set(placed.values())
+    seen: set[str] = set()
+    todo = [start] if start in library else []
+    while todo:
+        name = todo.pop()
+        if name in seen or name in stop:
+            continue
+        seen.add(name)
+        todo.extend(
+            n.attr["f"].func.name
+            for n in library[name].node_def
+            if n.op in _CALLS and n.attr["f"].func.name in library
+        )
+    found = {
+        n.op
+        for name in seen
+        for n in library[name].node_def
+        if n.op not in FREE_OPS and _host_only(n)  # not what merely passes strings on
+    }
+    return [f"tf.{op}" for op in sorted(found)]
+
+
 def _boundary(op: Operation, path: str, kind: str) -> int | None:
     match = re.fullmatch(
         rf"Func/{re.escape(path)}/{kind}/_(\d+)", describe_location(op.location) or ""

@@ -240,7 +240,12 @@ def convert_host_part(
     (backends/host_part.py)."""
     from mlconv.api import lower_to_core
     from mlconv.dialects import make_context
-    from mlconv.frontends.tf_host_part import host_graph, signatures, split_signature
+    from mlconv.frontends.tf_host_part import (
+        host_graph,
+        host_only_ops,
+        signatures,
+        split_signature,
+    )
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
 
@@ -265,6 +270,9 @@ def convert_host_part(
             plan, lowered = phases.run(f"host part {signature} (tf-to-core, core-to-tpu)", lower)
         except Exception as error:  # noqa: BLE001 - any op mlconv cannot run stays TensorFlow
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            host_only = host_only_ops(model, signature, placement)
+            if host_only:
+                reason = f"host-only ops {', '.join(host_only)}: {reason}"
             entries[signature] = {
                 "runtime": "tensorflow",
                 "saved_model": "saved_model",
