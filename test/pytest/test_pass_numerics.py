@@ -316,6 +316,7 @@ def main_function_type(module):
         ("convnet", "core-fold-constants{static-shape=true}"),
         ("convnet", "core-fuse"),
         ("convnet", "core-op-versions"),
+        ("convnet", "core-to-openvino"),  # the pipeline export_openvino runs
         ("convnet", "canonicalize"),
         ("squeezenet", "cse"),
     ],
