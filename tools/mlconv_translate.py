@@ -10,6 +10,7 @@
 Translations are a table (`TRANSLATIONS`): a flag names a lazily imported function. To add one,
 add an entry; imports take the model path (plus the options in `extra`) and return a ModuleOp,
 exports take the parsed module and an output path they write to (and may write files beside it).
+Exports run the registered pipelines (`core-to-openvino`, `core-to-tflite-pipeline`) before writing.
 """
 
 from __future__ import annotations
