@@ -12,7 +12,7 @@ The manifest's `signatures` maps each signature name to how it runs:
   artifact's device). No TensorFlow is imported.
 - `"runtime": "tensorflow"`: the host part holds ops only TensorFlow runs (`reason` says which).
   It is kept as the signature's frozen GraphDef without the TPU functions' bodies
-  (OUTDIR/host/<signature>.host.pb, frontends/tf_host_part.host_graph): TensorFlow computes
+  (OUTDIR/host/<signature>.host.pb, frontends/tf_host_graph.host_graph): TensorFlow computes
   each TPU call's inputs, the call runs the artifact's function (its StableHLO, through
   jax), and its results are fed back as the Placeholders that replaced the call's outputs.
   Where even that split fails (`graph_error`), the signature runs whole from
