@@ -320,9 +320,9 @@ class LoadedArtifact:
             self._functions[entry["name"]] = exp
             self._calls[entry["name"]] = _callable(exp, mesh)
             if entry.get("weights"):  # placed on the mesh once, passed on every call
-                payload = (folder / "tpu" / f"{entry['name']}.weights").read_bytes()
+                path = folder / "tpu" / f"{entry['name']}.weights"
                 self._calls[entry["name"]] = WeightBoundCall(
-                    self._calls[entry["name"]], exp, mesh, read_weights(payload, entry["weights"])
+                    self._calls[entry["name"]], exp, mesh, read_weights(path, entry["weights"])
                 )
 
     @functools.cached_property

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -250,8 +251,16 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     return ShardedExport(exported, arrays, [dims[op] for op in weights])
 
 
-def read_weights(payload: bytes, entries: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
-    """The weights `ShardedExport.payload` wrote, by their manifest entries."""
+def read_weights(path: Path, entries: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
+    """The weights `ShardedExport.payload` wrote to `path`, by their manifest entries; a
+    missing or short file is a one-line error."""
+    try:
+        payload = path.read_bytes()
+    except OSError as error:
+        raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+    end = max((e["offset"] + e["bytes"] for e in entries), default=0)
+    if len(payload) != end:
+        raise BackendError(f"{path}: holds {len(payload)} bytes; the manifest's weights need {end}")
     return [
         np.frombuffer(payload, np.dtype(e["dtype"]), math.prod(e["shape"]), e["offset"]).reshape(
             e["shape"]

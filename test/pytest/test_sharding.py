@@ -198,3 +198,42 @@ def test_cnn_weights_split_over_8_and_4_devices_equal_the_single_device_run(tmp_
     whole = sum(np.prod(w["shape"]) * 4 for w in eight["weights"])
     assert sum(w["device_bytes"] for w in eight["weights"]) == (16 * 27 + 24 * 144) // 8 * 4 + 960
     assert whole == (16 * 27 + 24 * 144 + 240) * 4
+
+
+def one_device_artifact(tmp_path):
+    """The CNN saved for a one-device mesh (weights as arguments, in this process's jax)."""
+    from mlconv.api import load_model, lower_to_tpu
+    from mlconv.backends.artifact import save_artifact
+    from mlconv.backends.sharding import AXES, MeshSpec
+
+    module = lower_to_tpu(load_model(cnn_model()), "x:2,3,16,16")
+    out = tmp_path / "artifact"
+    save_artifact(module, out, saved_model=False, sharding=MeshSpec(AXES, (1, 1, 1, 1), (0,)))
+    return module, out
+
+
+def test_weights_as_arguments_round_trip_and_a_short_weights_file_is_one_line(tmp_path):
+    from mlconv.backends.artifact import load_artifact
+    from mlconv.backends.jax_backend import compile_module
+    from mlconv.errors import BackendError
+
+    module, out = one_device_artifact(tmp_path)
+    x = np.random.default_rng(23).standard_normal(X_SHAPE).astype(np.float32)
+    loaded = load_artifact(out)
+    (call,) = loaded._calls.values()
+    assert [w.shape for w in call.weights] == [(16, 3, 3, 3), (24, 16, 3, 3), (24, 10)]
+    np.testing.assert_allclose(
+        loaded(x)[0], np.asarray(compile_module(module, "cpu")(x)[0]), rtol=1e-6, atol=1e-6
+    )
+    weights = out / "tpu" / "tpu_function_0.weights"
+    assert weights.stat().st_size == (16 * 27 + 24 * 144 + 240) * 4
+    weights.write_bytes(weights.read_bytes()[:-4])
+    with pytest.raises(
+        BackendError,
+        match=r"tpu_function_0.weights: holds \d+ bytes; the manifest's weights need \d+",
+    ) as error:
+        load_artifact(out)
+    assert "\n" not in str(error.value)
+    weights.unlink()
+    with pytest.raises(BackendError, match="tpu_function_0.weights: cannot read: No such file"):
+        load_artifact(out)
