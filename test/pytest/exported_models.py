@@ -486,6 +486,63 @@ def export_cache(request, tmp_path_factory) -> ExportCache:
     return ExportCache(base / key)
 
 
+# --- a detector: torchvision SSDlite320-MobileNetV3, compared with onnxruntime ---------------
+
+# SSDlite takes a list of images and the TorchScript exporter unrolls its per-image
+# post-processing (one set of outputs per traced image), so the batch cannot be dynamic: the
+# export takes one image of dynamic height and width (the model resizes it to 320x320 and scales
+# its boxes back), and the two calls of one conversion use two image sizes.
+DETECTOR_SIZES = ((240, 320), (200, 260))
+DETECTOR_OUTPUTS = ("boxes", "scores", "labels")
+
+
+def ssdlite(num_classes: int = 4, detections: int = 20, seed: int = 7):
+    """ssdlite320_mobilenet_v3_large with random weights (`weights=None, weights_backbone=None`),
+    BatchNorm statistics calibrated on random images so that scores move with the input; few
+    classes and detections keep its unrolled post-processing (one branch per class) small."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(seed)
+    model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=num_classes,
+        detections_per_img=detections,
+    )  # fmt: skip
+
+    class Features(torch.nn.Module):  # backbone and head: train mode needs no targets here
+        def __init__(self, detector):
+            super().__init__()
+            self.detector = detector
+
+        def forward(self, images):
+            return self.detector.head(list(self.detector.backbone(images).values()))
+
+    _calibrate_torch(Features(model), _image(True, 320)(4, seed + 100), seed)
+    return model.eval()
+
+
+def detector_image(size: tuple[int, int], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((1, 3, *size)).astype(np.float32)
+
+
+def write_ssdlite(path: str | os.PathLike, **options) -> None:
+    """SSDlite exported by the TorchScript exporter (opset 17): input `images` [1, 3, height,
+    width], outputs boxes [n, 4], scores [n], labels [n]."""
+    import torch
+
+    model = ssdlite(**options)
+    example = torch.from_numpy(detector_image(DETECTOR_SIZES[0], 0))
+    dynamic_axes = {"images": {2: "height", 3: "width"}}
+    dynamic_axes.update({name: {0: "detections"} for name in DETECTOR_OUTPUTS})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (example,), str(path), input_names=["images"],
+            output_names=list(DETECTOR_OUTPUTS), dynamic_axes=dynamic_axes, opset_version=17,
+            dynamo=False,
+        )  # fmt: skip
+
+
 # For bench/latency.py: "model-exporter" -> a function writing that ONNX file to a path.
 BENCHMARK_MODELS = {
     f"{name}-{exporter}": functools.partial(write_onnx, name, exporter)

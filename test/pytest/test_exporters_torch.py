@@ -34,3 +34,38 @@ def test_matches_pytorch(exported, case):
     if case[1] == "dynamo":
         assert (folder / "model.onnx.data").exists(), "the dynamo exporter wrote no external data"
     exported_models.check_matches_source(folder, case[1])
+
+
+def test_ssdlite_matches_onnxruntime(tmp_path):
+    """torchvision SSDlite320-MobileNetV3 (random weights) from the TorchScript exporter: its
+    post-processing runs NonMaxSuppression inside an If whose Slice step is an outer constant
+    unsqueezed in the branch (core-fold-constants folds it). One conversion runs two image
+    sizes; boxes, scores and labels match onnxruntime, detections exist and move with the image."""
+    import numpy as np
+    import onnxruntime
+
+    import mlconv
+
+    path = tmp_path / "ssdlite.onnx"
+    exported_models.write_ssdlite(path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    run = mlconv.compile(str(path))
+    seen = []
+    for seed, size in enumerate(exported_models.DETECTOR_SIZES):
+        image = exported_models.detector_image(size, seed)
+        expected = session.run(None, {"images": image})
+        got = run(image)
+        assert len(got) == len(expected) == 3
+        assert expected[0].shape[0] > 0, "no detections: the comparison would prove nothing"
+        for name, e, g in zip(exported_models.DETECTOR_OUTPUTS, expected, got, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype, f"{name} at {size}"
+            np.testing.assert_allclose(
+                g, e, rtol=exported_models.RTOL, atol=exported_models.ATOL,
+                err_msg=f"{name} at image size {size}",
+            )  # fmt: skip
+        height, width = size
+        seen.append((expected[0] / np.array([width, height, width, height]), expected[2]))
+    # Another image gives other detections: boxes relative to the image size, or labels.
+    (boxes0, labels0), (boxes1, labels1) = seen
+    assert boxes0.shape != boxes1.shape or not np.allclose(boxes0, boxes1, atol=1e-2)
+    assert labels0.shape != labels1.shape or not np.array_equal(labels0, labels1)
