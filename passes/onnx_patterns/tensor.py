@@ -35,10 +35,24 @@ def constant(op, b):
     return [b.const(value)]
 
 
+# A ConstantOfShape of a constant shape up to this many elements is made a constant here (what
+# core-fold-constants would fold it to): the light models of the onnx wheel build every weight
+# so (DenseNet-121: 836), and a Broadcast per weight shape was traced to type it, then folded.
+_FILL_LIMIT = 1 << 27
+
+
 @lowering("ConstantOfShape", 9, 20, 21, 23, 24, 25)
 def constant_of_shape(op, b):
     value = op.onnx_attr("value")
     scalar = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(())
+    shape = b.constant(op.operands[0])
+    if (
+        shape is not None
+        and shape.ndim == 1
+        and np.all(shape >= 0)
+        and np.prod(shape, dtype=np.int64) <= _FILL_LIMIT
+    ):
+        return [b.const(np.full(tuple(int(d) for d in shape), scalar, scalar.dtype))]
     return [b(ct.BroadcastOp, b.const(scalar), op.operands[0])]
 
 
