@@ -523,3 +523,60 @@ def test_tpu_io_shapes(name: str) -> None:
         numerics.interpret(after, case.inputs), numerics.interpret(before, case.inputs), strict=True
     ):
         np.testing.assert_array_equal(got, expected)
+
+
+# A body whose Slice step is an outer constant unsqueezed in the body (SSD's batched NMS), and a
+# core.If whose condition is a constant: core-fold-constants folds into the body, and replaces
+# the second If by its taken branch.
+IF_BODIES = """
+func.func @main(%c: tensor<i1>, %x: tensor<6xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %two = core.Constant {value = dense<2> : tensor<i64>} : tensor<i64>
+  %y = "core.If"(%c, %x, %two) ({
+  ^bb0(%d: tensor<6xf32>, %s: tensor<i64>):
+    %axes = core.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+    %start = core.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+    %stop = core.Constant {value = dense<6> : tensor<1xi64>} : tensor<1xi64>
+    %step = "core.Unsqueeze"(%s, %axes) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+    %t = "core.Slice"(%d, %start, %stop, %step) : (tensor<6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xf32>
+    core.Yield %t : tensor<3xf32>
+  }, {
+  ^bb0(%e: tensor<6xf32>, %u: tensor<i64>):
+    %axes = core.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+    %start = core.Constant {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+    %stop = core.Constant {value = dense<6> : tensor<1xi64>} : tensor<1xi64>
+    %step = "core.Unsqueeze"(%u, %axes) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+    %t = "core.Slice"(%e, %start, %stop, %step) : (tensor<6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xf32>
+    %n = "core.Negative"(%t) : (tensor<3xf32>) -> tensor<3xf32>
+    core.Yield %n : tensor<3xf32>
+  }) : (tensor<i1>, tensor<6xf32>, tensor<i64>) -> tensor<3xf32>
+  %false = core.Constant {value = dense<false> : tensor<i1>} : tensor<i1>
+  %z = "core.If"(%false, %x, %two) ({
+  ^bb0(%a: tensor<6xf32>, %s2: tensor<i64>):
+    core.Yield %a : tensor<6xf32>
+  }, {
+  ^bb0(%b: tensor<6xf32>, %t2: tensor<i64>):
+    %f = "core.Convert"(%t2) {destination_type = f32} : (tensor<i64>) -> tensor<f32>
+    %m = "core.Multiply"(%b, %f) : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+    core.Yield %m : tensor<6xf32>
+  }) : (tensor<i1>, tensor<6xf32>, tensor<i64>) -> tensor<6xf32>
+  %r = "core.Add"(%y, %y) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %r, %z : tensor<3xf32>, tensor<6xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("branch", [True, False])
+def test_core_fold_constants_in_bodies(branch: bool) -> None:
+    from xdsl.parser import Parser
+
+    from mlconv.dialects import make_context
+
+    before = Parser(make_context(), IF_BODIES).parse_module()
+    rng = np.random.default_rng(3)
+    x, other = (rng.standard_normal(6).astype(np.float32) for _ in range(2))
+    after = check_pass(
+        before, "core-fold-constants", [np.array(branch), x], [np.array(branch), other],
+        what=f"if bodies ({branch})",
+    )  # fmt: skip
+    text = str(after)
+    assert "core.Unsqueeze" not in text and text.count("core.If") == 1
