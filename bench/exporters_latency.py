@@ -10,6 +10,13 @@ framework at each), then mlconv and the runtime the file was written for (onnxru
 .onnx, LiteRT for .tflite, TensorFlow for a SavedModel) are timed at the first batch size in
 `--rounds` interleaved rounds of `--runs` calls; the table gives the median latencies and their
 ratio. Timings on a shared machine swing between runs: compare ratios, not absolute times.
+
+`--cases ssdlite` (also in the default table) adds torchvision's SSDlite320-MobileNetV3
+detector (TorchScript export, one image of dynamic size, `exported_models.write_ssdlite`):
+max |error| over boxes, scores and labels against onnxruntime at both image sizes, and
+latencies on a new image at every call (mlconv compiles a program per input value there, as
+its NonZero/NonMaxSuppression need constant operands; the same image again would be a cache
+hit and measure nothing).
 """
 
 from __future__ import annotations
@@ -78,15 +85,53 @@ def _runtime(exporter: str, path: Path):
 
 
 def _median_latencies(functions: dict, inputs, rounds: int, runs: int) -> dict[str, float]:
+    """`inputs`: the arguments of every call, or a callable (call number -> arguments)."""
     times: dict[str, list[float]] = {name: [] for name in functions}
     order = list(functions)
     for round_ in range(rounds):
         for name in order[round_ % len(order) :] + order[: round_ % len(order)]:
-            for _ in range(runs):
+            for run in range(runs):
+                arguments = inputs(round_ * runs + run) if callable(inputs) else inputs
                 start = time.perf_counter()
-                functions[name](*inputs)
+                functions[name](*arguments)
                 times[name].append(time.perf_counter() - start)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _detector_row(em, folder: Path, rounds: int, runs: int) -> str:
+    """The SSDlite row: errors against onnxruntime at both image sizes, latency on new images."""
+    import onnxruntime
+
+    import mlconv
+
+    path = folder / "ssdlite" / "model.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        em.write_ssdlite(path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def run_ort(image):
+        return session.run(None, {"images": image})
+
+    run = mlconv.compile(str(path))
+    errors = []
+    for seed, size in enumerate(em.DETECTOR_SIZES):
+        image = em.detector_image(size, seed)
+        expected, got = run_ort(image), run(image)
+        errors.append(max(float(np.abs(g - e).max()) for g, e in zip(got, expected, strict=True)))
+    size = em.DETECTOR_SIZES[0]
+    sizes = " / ".join(f"{h}x{w}" for h, w in em.DETECTOR_SIZES)
+    latency = _median_latencies(
+        {"mlconv": run, "onnxruntime": run_ort},
+        lambda n: [em.detector_image(size, 1000 + n)],
+        rounds,
+        runs,
+    )
+    return (
+        f"| ssdlite (images {sizes}) | torchscript | {errors[0]:.2g} | {errors[1]:.2g} | "
+        f"{latency['mlconv'] * 1e3:.2f} | onnxruntime | {latency['onnxruntime'] * 1e3:.2f} | "
+        f"{latency['mlconv'] / latency['onnxruntime']:.2f} |"
+    )
 
 
 def main() -> None:
@@ -136,6 +181,8 @@ def main() -> None:
         except Exception as error:  # one failing case does not stop the table
             message = str(error).splitlines()[0] if str(error) else type(error).__name__
             print(f"| {name} | {exporter} | fails: {message[:150]} | | | | | |", flush=True)
+    if not wanted or "ssdlite" in wanted or "ssdlite-torchscript" in wanted:
+        print(_detector_row(em, Path(args.folder), args.rounds, args.runs), flush=True)
 
 
 if __name__ == "__main__":
