@@ -129,17 +129,25 @@ def _first(value, default, kind):
     return kind(np.asarray(value).reshape(-1)[0])
 
 
-def _iou(a, b, center):
+def _corners(boxes, center):
+    """x0, x1, y0, y1 of each box ([N, 4] corners in either order, or centre and size)."""
     if center:
-        a = [a[0] - a[2] / 2, a[1] - a[3] / 2, a[0] + a[2] / 2, a[1] + a[3] / 2]
-        b = [b[0] - b[2] / 2, b[1] - b[3] / 2, b[0] + b[2] / 2, b[1] + b[3] / 2]
-    a0, a1 = min(a[0], a[2]), max(a[0], a[2])
-    a2, a3 = min(a[1], a[3]), max(a[1], a[3])
-    b0, b1 = min(b[0], b[2]), max(b[0], b[2])
-    b2, b3 = min(b[1], b[3]), max(b[1], b[3])
-    inter = max(0.0, min(a1, b1) - max(a0, b0)) * max(0.0, min(a3, b3) - max(a2, b2))
-    union = (a1 - a0) * (a3 - a2) + (b1 - b0) * (b3 - b2) - inter
-    return 0.0 if inter <= 0 or union <= 0 else inter / union
+        x, y, w, h = boxes.T
+        boxes = np.stack([x - w / 2, y - h / 2, x + w / 2, y + h / 2], axis=1)
+    first, second = boxes[:, :2], boxes[:, 2:]
+    low, high = np.minimum(first, second), np.maximum(first, second)
+    return low[:, 0], high[:, 0], low[:, 1], high[:, 1]
+
+
+def _ious(corners, box):
+    """IoU of box `box` with every box (0 where they do not overlap), in float64."""
+    x0, x1, y0, y1 = corners
+    width = np.fmax(0.0, np.minimum(x1[box], x1) - np.maximum(x0[box], x0))
+    height = np.fmax(0.0, np.minimum(y1[box], y1) - np.maximum(y0[box], y0))
+    inter = width * height
+    union = (x1[box] - x0[box]) * (y1[box] - y0[box]) + (x1 - x0) * (y1 - y0) - inter
+    overlap = (inter > 0) & (union > 0)
+    return np.where(overlap, inter / np.where(overlap, union, 1.0), 0.0)
 
 
 @core_op(
@@ -191,20 +199,20 @@ class NonMaxSuppressionOp(CoreOp):
         scores = np.asarray(scores, np.float64)
         rows = []
         for batch in range(scores.shape[0]):
+            corners = _corners(boxes[batch], center_point_box)
             for cls in range(scores.shape[1]):
+                # Greedy: a box scoring above the threshold is chosen unless a box chosen before
+                # it overlaps it by more than iou_threshold (each choice suppresses its overlaps).
                 order = np.argsort(-scores[batch, cls], kind="stable")
+                suppressed = np.zeros(len(order), bool)
                 chosen: list[int] = []
                 for box in order:
                     if len(chosen) >= limit:
                         break
-                    if not scores[batch, cls, box] > score_threshold:
+                    if suppressed[box] or not scores[batch, cls, box] > score_threshold:
                         continue
-                    if all(
-                        _iou(boxes[batch, box], boxes[batch, kept], center_point_box)
-                        <= iou_threshold
-                        for kept in chosen
-                    ):
-                        chosen.append(int(box))
+                    chosen.append(int(box))
+                    suppressed |= _ious(corners, box) > iou_threshold
                 rows.extend([batch, cls, box] for box in chosen)
         return jnp.asarray(np.array(rows, dtype=np.int64).reshape(-1, 3))
 
