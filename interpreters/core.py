@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import jax
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
@@ -38,67 +37,19 @@ from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_control import IfOp, YieldOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.interpreters.common import check_result
-from mlconv.semantics.bodies import semantics_attributes
-from mlconv.semantics.jaxpr_numpy import evaluate_jaxpr
-
-
-def semantics_arguments(op: CoreOp, values: PythonValues) -> list[Any]:
-    """The positional arguments of `semantics` for `op` on operand values `values` (in
-    operand order): static operands as numpy arrays, absent optional ones as None."""
-    env = dict(zip(op.operands, values, strict=True))
-    args: list[Any] = []
-    for spec, group in zip(op.OPERANDS, op.operand_groups(), strict=True):
-        name = spec.lstrip("*?")
-        if name in op.STATIC_OPERANDS:
-            args.append(np.asarray(env[group[0]]) if group else None)
-        elif spec.startswith("*"):
-            args.extend(env[v] for v in group)
-        else:
-            args.append(env[group[0]] if group else None)
-    return args
-
-
-def evaluate_semantics(op: CoreOp, values: PythonValues) -> list[np.ndarray]:
-    """`semantics` of `op` on concrete operand values. The semantics is traced at the values'
-    shapes and its equations run one by one (`jaxpr_numpy`): numpy where numpy's result is
-    bit-identical to XLA's, each other primitive bound eagerly through JAX. (Calling the
-    semantics on arrays directly gives the same values, but JAX then compiles an executable
-    for every primitive of every op at every shape: 30 s for a small CNN here.)"""
-    arguments = semantics_arguments(op, values)
-    attributes = semantics_attributes(op)
-    dynamic = [i for i, a in enumerate(arguments) if a is not None and not _static(op, i)]
-
-    def fn(*arrays: Any) -> Any:
-        full = list(arguments)
-        for index, array in zip(dynamic, arrays, strict=True):
-            full[index] = array
-        return type(op).semantics(*full, **attributes)
-
-    inputs = [np.asarray(arguments[i]) for i in dynamic]
-    closed = jax.make_jaxpr(fn)(*inputs)
-    return evaluate_jaxpr(closed, inputs)
-
-
-def _static(op: CoreOp, position: int) -> bool:
-    return position in _static_positions(op)
-
-
-def _static_positions(op: CoreOp) -> set[int]:
-    positions, position = set(), 0
-    for spec, group in zip(op.OPERANDS, op.operand_groups(), strict=True):
-        name = spec.lstrip("*?")
-        width = len(group) if spec.startswith("*") and name not in op.STATIC_OPERANDS else 1
-        if name in op.STATIC_OPERANDS:
-            positions.add(position)
-        position += width
-    return positions
+from mlconv.semantics.tracing import run_with
 
 
 def run_core_op(
     ft: InterpreterFunctions, interpreter: Interpreter, op: CoreOp, values: PythonValues
 ) -> OpImplResult:
-    """Any core op: its semantics on the operand values, results checked against the types."""
-    results = evaluate_semantics(op, values)
+    """Any core op: its semantics on the operand values, results checked against the types.
+    The semantics is traced at the values' shapes and its equations run one by one
+    (`jaxpr_numpy`): numpy where numpy's result is bit-identical to XLA's, each other primitive
+    bound eagerly through JAX. (Calling the semantics on arrays directly gives the same values,
+    but JAX then compiles an executable for every primitive of every op at every shape: 30 s
+    for a small CNN here.)"""
+    results = run_with(op, values, cached=False)
     return OpImplResult(tuple(check_result(op, i, r) for i, r in enumerate(results)), None)
 
 

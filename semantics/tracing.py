@@ -91,12 +91,25 @@ def trace_bound(
     op: CoreOp, fn: Callable[..., Any], structs: tuple[jax.ShapeDtypeStruct, ...]
 ) -> Any:
     """The closed jaxpr of `fn` (from `bound_semantics(op, ...)`) at `structs`, cached."""
-    return _trace_cached(_Holder(_trace_key(op, fn, structs), fn), structs)
+    return _trace_cached(_Holder(_trace_key(op, fn, structs), fn, _inlinable(op)), structs)
 
 
-def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | None:
-    """The op's results for the given operand values (in operand order), or None when its
-    semantics refuse them."""
+# Families whose semantics loop (lax.scan per time step; bodies) or call the host: traced with
+# jit on, since lax.scan and fori_loop unroll in Python with jit disabled.
+_NOT_INLINED = ("core_control", "core_rnn", "core_custom")
+
+
+def _inlinable(op: CoreOp) -> bool:
+    """Whether `op`'s semantics can be traced with jit disabled: a built-in family without
+    loops, no bodies (plugins' ops are traced as they are)."""
+    package, _, family = type(op).__module__.rpartition(".")
+    return not op.regions and package == "mlconv.dialects" and family not in _NOT_INLINED
+
+
+def run_with(op: CoreOp, arrays: Sequence[Any], cached: bool = True) -> list[np.ndarray]:
+    """The op's results for the given operand values (in operand order); raises what its
+    semantics raise. `cached=False` traces afresh instead of through the trace cache."""
+    arrays = [np.asarray(a) for a in arrays]
     values = dict(zip(op.operands, arrays, strict=True))
     names = [spec.lstrip("*?") for spec in op.OPERANDS]
     statics = {
@@ -104,11 +117,18 @@ def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] 
         for name, group in zip(names, op.operand_groups(), strict=True)
         if name in op.STATIC_OPERANDS and group
     }
+    fn, dynamic = bound_semantics(op, statics)
+    dynamic_arrays = [values[v] for v in dynamic]
+    structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic_arrays)
+    closed = trace_bound(op, fn, structs) if cached else jax.make_jaxpr(fn)(*structs)
+    return evaluate_jaxpr(closed, dynamic_arrays)
+
+
+def evaluate_with(op: CoreOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+    """The op's results for the given operand values (in operand order), or None when its
+    semantics refuse them."""
     try:
-        fn, dynamic = bound_semantics(op, statics)
-        dynamic_arrays = [values[v] for v in dynamic]
-        structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic_arrays)
-        return evaluate_jaxpr(trace_bound(op, fn, structs), dynamic_arrays)
+        return run_with(op, arrays)
     except Exception:
         return None
 
@@ -128,13 +148,18 @@ def evaluate(op: CoreOp) -> list[np.ndarray] | None:
 
 @lru_cache(maxsize=8192)
 def _trace_cached(fn_holder: _Holder, structs: tuple[jax.ShapeDtypeStruct, ...]) -> Any:
-    return _make_jaxpr(fn_holder.fn, structs)
+    return _make_jaxpr(fn_holder.fn, structs, fn_holder.inline)
 
 
-def _make_jaxpr(fn: Callable[..., Any], structs: tuple[jax.ShapeDtypeStruct, ...]) -> Any:
+def _make_jaxpr(
+    fn: Callable[..., Any], structs: tuple[jax.ShapeDtypeStruct, ...], inline: bool = False
+) -> Any:
     """`jax.make_jaxpr(fn)(*structs)`, traced directly: make_jaxpr wraps `fn` in a jit whose
     argument handling was half of a trace's cost (~1 ms of ~2 ms per op signature; light
-    DenseNet-121 traces ~500). Through `make_jaxpr` where jax's internals differ."""
+    DenseNet-121 traces ~500). Through `make_jaxpr` where jax's internals differ. `inline`
+    traces with jit disabled, so the jnp functions a semantics calls are not traced as nested
+    jits once per shape (the emitters inline them anyway; BatchNormInference: 5 of them). Not
+    for semantics with loops: lax.scan and fori_loop unroll in Python without jit."""
     try:
         from jax._src import api_util, linear_util
         from jax._src import core as jax_core
@@ -149,7 +174,11 @@ def _make_jaxpr(fn: Callable[..., Any], structs: tuple[jax.ShapeDtypeStruct, ...
         debug = api_util.debug_info("semantics", fn, structs, {})
         avals = [jax_core.ShapedArray(s.shape, s.dtype) for s in structs]
         wrapped = linear_util.wrap_init(flat, debug_info=debug)
-        jaxpr, _, consts = partial_eval.trace_to_jaxpr_dynamic(wrapped, avals)
+        if inline:  # jnp's functions inline: no nested jit traced per shape
+            with jax.disable_jit():
+                jaxpr, _, consts = partial_eval.trace_to_jaxpr_dynamic(wrapped, avals)
+        else:
+            jaxpr, _, consts = partial_eval.trace_to_jaxpr_dynamic(wrapped, avals)
     except (AttributeError, TypeError):  # another jax's internal signatures
         return jax.make_jaxpr(fn)(*structs)
     return jax_core.ClosedJaxpr(jaxpr, consts)
@@ -158,8 +187,8 @@ def _make_jaxpr(fn: Callable[..., Any], structs: tuple[jax.ShapeDtypeStruct, ...
 class _Holder:
     """Carries the function into the cache without making it part of the key."""
 
-    def __init__(self, key: Any, fn: Callable[..., Any]):
-        self.key, self.fn = key, fn
+    def __init__(self, key: Any, fn: Callable[..., Any], inline: bool = False):
+        self.key, self.fn, self.inline = key, fn, inline
 
     def __hash__(self) -> int:
         return hash(self.key)
