@@ -56,7 +56,7 @@ class _ControlOp(CoreOp):
     """What If, Loop and Scan share: bodies and captured values reach `semantics` as
     attributes (`attribute_values` adds them); the body runner as the keyword `run_block`,
     which callers of `semantics` add for ops that declare `BODIES`
-    (`mlconv.semantics.bodies.semantics_attributes`)."""
+    (`mlconv.semantics.binding.semantics_attributes`)."""
 
     BODIES: ClassVar[tuple[str, ...]] = ()
 

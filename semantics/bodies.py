@@ -3,8 +3,8 @@
 A body is a single block of core ops ending in `core.Yield`. `run_block` evaluates it on
 arrays or tracers by calling each body op's own `semantics`; the control ops' `semantics` run
 it inside `lax.cond` / `lax.while_loop` / `lax.scan`. Dialects do not import this module: every
-caller of `semantics` takes its keyword arguments from `semantics_attributes(op)`, which hands
-`run_block` to ops that declare bodies (`BODIES`).
+caller of `semantics` binds it with `binding.bound_semantics`, whose keywords
+(`binding.semantics_attributes`) hand `run_block` to ops that declare bodies (`BODIES`).
 
 Captured operands that are constants reach the body as numpy arrays, so body ops whose static
 operands (shapes, axes) are outer constants still evaluate. A body op whose static operand is
@@ -21,6 +21,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_control import YieldOp
 from mlconv.errors import PassFailure
+from mlconv.semantics.binding import StaticOperandMissing, bound_semantics
 
 
 class BodyStaticOperandMissing(PassFailure):
@@ -33,50 +34,25 @@ class BodyStaticOperandMissing(PassFailure):
         self.operand = operand
 
 
-def semantics_attributes(op: CoreOp) -> dict[str, Any]:
-    """The keyword arguments of `type(op).semantics`: the op's attribute values and, for an op
-    with bodies (`BODIES`: core.If/Loop/Scan), the body runner `run_block`."""
-    values = op.attribute_values()
-    if getattr(op, "BODIES", ()):
-        values["run_block"] = run_block
-    return values
-
-
-def _static_from_env(op: CoreOp, env: dict[SSAValue, Any]) -> dict[int, np.ndarray]:
-    """Static operands (by group index) that the body binds to numpy arrays (captured
-    constants): body ops may use them where a core.Constant is required."""
+def _statics_from_env(op: CoreOp, env: dict[SSAValue, Any]) -> dict[str, np.ndarray]:
+    """Static operands (by name) that the body binds to numpy arrays (captured constants):
+    body ops may use them where a core.Constant is required."""
     found = {}
     names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    for index, (name, group) in enumerate(zip(names, op.operand_groups(), strict=True)):
+    for name, group in zip(names, op.operand_groups(), strict=True):
         if name in op.STATIC_OPERANDS and group and constant_value(group[0]) is None:
             value = env.get(group[0])
             if isinstance(value, np.ndarray):
-                found[index] = value
+                found[name] = value
     return found
 
 
 def _evaluate(op: CoreOp, env: dict[SSAValue, Any]) -> list[Any]:
-    names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    statics = _static_from_env(op, env)
-    args: list[Any] = []
-    for index, (spec, name, group) in enumerate(
-        zip(op.OPERANDS, names, op.operand_groups(), strict=True)
-    ):
-        if name in op.STATIC_OPERANDS:
-            if not group:
-                args.append(None)
-                continue
-            value = statics.get(index)
-            if value is None:
-                value = constant_value(group[0])
-            if value is None:
-                raise BodyStaticOperandMissing(op, name)
-            args.append(value)
-        elif spec.startswith("*"):
-            args.extend(env[v] for v in group)
-        else:
-            args.append(env[group[0]] if group else None)
-    out = type(op).semantics(*args, **semantics_attributes(op))
+    try:
+        fn, dynamic = bound_semantics(op, _statics_from_env(op, env))
+    except StaticOperandMissing as missing:
+        raise BodyStaticOperandMissing(op, missing.operand) from None
+    out = fn(*(env[v] for v in dynamic))
     return list(out) if isinstance(out, tuple | list) else [out]
 
 

@@ -17,68 +17,8 @@ from xdsl.ir import Attribute, SSAValue
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects.core_base import CoreOp, constant_value
-from mlconv.semantics.bodies import semantics_attributes
+from mlconv.semantics.binding import StaticOperandMissing, array_key, bound_semantics
 from mlconv.semantics.jaxpr_numpy import evaluate_jaxpr
-
-
-class StaticOperandMissing(Exception):
-    """A static operand (shape, axes, ...) is not a constant."""
-
-    def __init__(self, operand: str):
-        super().__init__(operand)
-        self.operand = operand
-
-
-def bound_semantics(
-    op: CoreOp, statics: dict[str, np.ndarray] | None = None
-) -> tuple[Callable[..., Any], list[SSAValue]]:
-    """`semantics` with attributes and static operands bound, and the remaining (dynamic) SSA
-    operands in the order the returned function takes them. `statics` gives values of static
-    operands (by name) that are not constants in the IR (see `shapes.partial_value`)."""
-    groups = op.operand_groups()
-    names = [spec.lstrip("*?") for spec in op.OPERANDS]
-    layout: list[tuple[str, Any]] = []  # ("static", value) | ("dynamic", None) | ("absent", None)
-    dynamic: list[SSAValue] = []
-    for spec, name, values in zip(op.OPERANDS, names, groups, strict=True):
-        if name in op.STATIC_OPERANDS:
-            if not values:
-                layout.append(("absent", None))
-                continue
-            value = constant_value(values[0])
-            if value is None and statics is not None:
-                value = statics.get(name)
-            if value is None:
-                raise StaticOperandMissing(name)
-            layout.append(("static", value))
-        elif spec.startswith("*"):
-            layout.extend(("dynamic", None) for _ in values)
-            dynamic.extend(values)
-        elif not values:
-            layout.append(("absent", None))
-        else:
-            layout.append(("dynamic", None))
-            dynamic.append(values[0])
-    attributes = semantics_attributes(op)
-    semantics = type(op).semantics
-
-    def fn(*arrays: Any) -> Any:
-        it = iter(arrays)
-        args = [next(it) if kind == "dynamic" else value for kind, value in layout]
-        return semantics(*args, **attributes)
-
-    # What the bound function depends on besides the op kind, attributes and dynamic operand
-    # types: the static operands' values (the trace cache's key).
-    fn.static_key = tuple(  # type: ignore[attr-defined]
-        _array_key(value) if kind == "static" else kind
-        for kind, value in layout
-        if kind != "dynamic"
-    )
-    return fn, dynamic
-
-
-def _array_key(value: Any) -> tuple[Any, ...]:
-    array = np.asarray(value)
-    return (array.shape, array.dtype.str, array.tobytes())
 
 
 def abstract(tensor: Attribute, probe: int | None = None) -> jax.ShapeDtypeStruct:
@@ -207,7 +147,7 @@ def _trace_key(op: CoreOp, fn: Callable[..., Any], structs: tuple[Any, ...]) -> 
     # (LinearAttention's Scan got another case's scale factor before this).
     body: Any = ""
     if op.regions:
-        constants = tuple(_array_key(a) for a in map(constant_value, op.operands) if a is not None)
+        constants = tuple(array_key(a) for a in map(constant_value, op.operands) if a is not None)
         body = (str(op), constants)
     return (op.name, str(op.attributes), fn.static_key, structs, body)  # type: ignore[attr-defined]
 
