@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import ChainMap
+from functools import lru_cache
 from typing import IO, Any
 
 import numpy as np
@@ -252,7 +253,7 @@ class _Weights:
             )
         if sys.byteorder == "big" and dtype.itemsize > 1:
             raw = np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype).tobytes()
-        return DenseIntOrFPElementsAttr(TensorType(element, dims), BytesAttr(raw))
+        return DenseIntOrFPElementsAttr(_tensor_type(element, tuple(dims)), BytesAttr(raw))
 
 
 def _value_name(name: str) -> str | None:
@@ -261,14 +262,29 @@ def _value_name(name: str) -> str | None:
     return name_hint(name)
 
 
-def _element_type(data_type: int, what: str) -> Attribute:
-    if data_type == onnx.TensorProto.STRING:
-        raise FrontendError(f"{what}: string tensors are not supported")
+@lru_cache(maxsize=4096)
+def _tensor_type(element: Attribute, dims: tuple[int, ...]) -> TensorType:
+    """One (verified) TensorType per element type and shape: a model repeats a few, and
+    building one is most of what importing a value's type costs."""
+    return TensorType(element, list(dims))
+
+
+@lru_cache(maxsize=4096)
+def _known_element_type(data_type: int) -> Attribute | None:
     try:
         return element_type(onnx.helper.tensor_dtype_to_np_dtype(data_type))
     except (KeyError, ValueError, TypeError, MlconvError):
+        return None
+
+
+def _element_type(data_type: int, what: str) -> Attribute:
+    if data_type == onnx.TensorProto.STRING:
+        raise FrontendError(f"{what}: string tensors are not supported")
+    element = _known_element_type(data_type)
+    if element is None:
         name = onnx.TensorProto.DataType.Name(data_type) if data_type else "UNDEFINED"
-        raise FrontendError(f"{what}: element type {name} is not supported") from None
+        raise FrontendError(f"{what}: element type {name} is not supported")
+    return element
 
 
 def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
@@ -357,7 +373,7 @@ class _Importer:
             d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else DYNAMIC_INDEX
             for d in tensor.shape.dim
         ]
-        return TensorType(elem, dims)
+        return _tensor_type(elem, tuple(dims))
 
     @staticmethod
     def _record_types(graph: onnx.GraphProto, types: ChainMap) -> None:
