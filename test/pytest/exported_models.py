@@ -543,6 +543,20 @@ def write_ssdlite(path: str | os.PathLike, **options) -> None:
         )  # fmt: skip
 
 
+def ssdlite_file(cache: ExportCache) -> Path:
+    """SSDlite's export (`write_ssdlite`) in an export cache's folder, made once under a lock."""
+    path = cache.folder / "ssdlite" / "model.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.parent.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not path.exists():
+                partial = path.with_name(f"model.{os.getpid()}.partial")
+                write_ssdlite(partial)
+                os.replace(partial, path)
+    return path
+
+
 # For bench/latency.py: "model-exporter" -> a function writing that ONNX file to a path.
 BENCHMARK_MODELS = {
     f"{name}-{exporter}": functools.partial(write_onnx, name, exporter)

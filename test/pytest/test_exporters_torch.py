@@ -36,7 +36,7 @@ def test_matches_pytorch(exported, case):
     exported_models.check_matches_source(folder, case[1])
 
 
-def test_ssdlite_matches_onnxruntime(tmp_path):
+def test_ssdlite_matches_onnxruntime(exported):
     """torchvision SSDlite320-MobileNetV3 (random weights) from the TorchScript exporter: its
     post-processing runs NonMaxSuppression inside an If whose Slice step is an outer constant
     unsqueezed in the branch (core-fold-constants folds it). One conversion runs two image
@@ -46,8 +46,7 @@ def test_ssdlite_matches_onnxruntime(tmp_path):
 
     import mlconv
 
-    path = tmp_path / "ssdlite.onnx"
-    exported_models.write_ssdlite(path)
+    path = exported_models.ssdlite_file(exported)
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     run = mlconv.compile(str(path))
     seen = []

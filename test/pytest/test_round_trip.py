@@ -174,6 +174,42 @@ def test_exported_model_round_trips_after_every_pass(case, export_cache) -> None
     run_default_pipeline(load_model(str(EXPORTED.model_file(folder, case[1]))))
 
 
+@pytest.mark.skipif(EXPORTED is None, reason="exported_models needs torch")
+def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
+    """SSDlite (TorchScript): a call binds the image's shape and, as its NonZero and
+    NonMaxSuppression need constant data, its value; the module round-trips after every pass."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import TensorType, f32
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    from mlconv.api import load_model
+    from mlconv.backends.jax_backend import find_main
+    from mlconv.dialects import make_context
+    from mlconv.dialects.core_tensor import ConstantOp
+    from mlconv.passes.pipelines import CoreToTpuPipeline, to_core_passes
+
+    module = load_model(str(EXPORTED.ssdlite_file(export_cache)))
+    seen: set[str] = set()
+    assert_round_trips(module, "the import", seen)
+    ctx = make_context()
+    for stage in to_core_passes("onnx"):
+        stage.apply(ctx, module)
+        assert_round_trips(module, stage.name, seen)
+    main = find_main(module)
+    (arg,) = main.body.block.args
+    image = EXPORTED.detector_image(EXPORTED.DETECTOR_SIZES[0], 0)
+    Rewriter.replace_value_with_new_type(arg, TensorType(f32, list(image.shape)))
+    (arg,) = main.body.block.args  # a new block argument of the static type
+    constant = ConstantOp.from_numpy(image)
+    Rewriter.insert_op(constant, InsertPoint.at_start(main.body.block))
+    arg.replace_all_uses_with(constant.output)
+    main.function_type = func.FunctionType.from_lists([arg.type], main.function_type.outputs)
+    for stage in CoreToTpuPipeline().passes():
+        stage.apply(ctx, module)
+        assert_round_trips(module, stage.name, seen)
+    assert all(op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk())
+
+
 @pytest.mark.parametrize("name", ["keras_cnn.tflite", "keras_cnn.savedmodel"])
 def test_check_passes_models_that_lower(name: str, built) -> None:
     """`--check`'s dry run (tf/tflite drivers, core-to-tpu at batch 1) finds nothing to report
