@@ -104,10 +104,7 @@ def _detector_row(em, folder: Path, rounds: int, runs: int) -> str:
 
     import mlconv
 
-    path = folder / "ssdlite" / "model.onnx"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        em.write_ssdlite(path)
+    path = em.ssdlite_file(em.ExportCache(folder))
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
     def run_ort(image):
