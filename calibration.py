@@ -13,8 +13,12 @@ quantization_options.proto), whose `tensor_proto_inputs` map each input name to 
 of one sample (read with TensorFlow's own protos).
 
 `calibrate` runs the float model, compiled once with the data input of every op
-`core-quantize` quantizes added as an extra output, over the samples, and records the min and
-max each of those inputs took as the op's `mlconv.input_range`.
+`core-quantize` quantizes added as an extra output, over the samples, and records a range for
+each of those inputs as the op's `mlconv.input_range`: with `method="minmax"` (TFLite's) the
+min and max it took; with `method="mse"` (as OpenVINO POT's and TensorRT's MSE calibration)
+each end of the min/max range shrunk by the factor in MSE_FACTORS whose 256-level
+quantization of a seeded sample of the values it took (SAMPLE per call) has the least squared error: outliers
+are clipped where a narrower step helps the bulk of the values more.
 """
 
 from __future__ import annotations
@@ -153,9 +157,41 @@ def _probe_module(module: ModuleOp) -> tuple[ModuleOp, int]:
     return probe, len(ops)
 
 
-def _run_float(module: ModuleOp, calls: Sequence[Sequence[np.ndarray]], device: str, probe: bool):
+CALIBRATION_METHODS = ("minmax", "mse")
+SAMPLE = 4096
+MSE_FACTORS = np.geomspace(0.02, 1.0, 40)
+
+
+def mse_range(values: np.ndarray, low: float, high: float) -> tuple[float, float]:
+    """[low, high] with each end on its side of 0 shrunk (the low end first, then the high
+    end) by the factor of MSE_FACTORS whose 256-level quantization (zero a level, values
+    outside clipped) of `values` has the least mean squared error."""
+    from mlconv.passes.core_quantize import nudged_range
+
+    x = np.asarray(values, np.float64)
+
+    def error(lo: float, hi: float) -> float:
+        lo, hi = nudged_range(lo, hi)
+        step = (hi - lo) / 255.0
+        q = np.round((np.clip(x, lo, hi) - lo) / step) * step + lo
+        return float(np.mean((q - x) ** 2))
+
+    if low < 0:
+        low = min(MSE_FACTORS, key=lambda f: error(low * f, high)) * low
+    if high > 0:
+        high = min(MSE_FACTORS, key=lambda f: error(low, high * f)) * high
+    return float(low), float(high)
+
+
+def _run_float(
+    module: ModuleOp,
+    calls: Sequence[Sequence[np.ndarray]],
+    device: str,
+    probe: bool,
+    sample: bool = False,
+):
     """The float model's outputs on each call and, with `probe`, the [min, max] the data
-    input of each quantizable op took."""
+    input of each quantizable op took (with `sample`, also a seeded sample of its values)."""
     from mlconv.backends.jax_backend import compile_module
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
@@ -168,26 +204,45 @@ def _run_float(module: ModuleOp, calls: Sequence[Sequence[np.ndarray]], device: 
     compiled = compile_module(copy, device)
     low = np.full(count, np.inf)
     high = np.full(count, -np.inf)
+    samples: list[list[np.ndarray]] = [[] for _ in range(count)]
+    rng = np.random.default_rng(0)
     results = []
     for call in calls:
         outputs = compiled(*call)
         results.append([np.asarray(o) for o in outputs[: len(outputs) - count]])
         for index, value in enumerate(outputs[len(outputs) - count :]):
+            value = np.asarray(value)
             low[index] = min(low[index], float(np.min(value)))
             high[index] = max(high[index], float(np.max(value)))
+            if sample:
+                flat = value.reshape(-1)
+                samples[index].append(flat[rng.integers(0, flat.size, min(SAMPLE, flat.size))])
+    if sample:
+        return results, low, high, [np.concatenate(s) if s else np.zeros(0) for s in samples]
     return results, low, high
 
 
 def calibrate(
-    module: ModuleOp, calls: Sequence[Sequence[np.ndarray]], device: str = "cpu"
+    module: ModuleOp,
+    calls: Sequence[Sequence[np.ndarray]],
+    device: str = "cpu",
+    method: str = "minmax",
 ) -> list[list[np.ndarray]]:
     """Run the float model over `calls` and annotate each quantizable op of `module` with the
-    range its data input took (`mlconv.input_range`). Returns the float model's outputs."""
+    range (`mlconv.input_range`) `method` chooses for its data input from what it took.
+    Returns the float model's outputs."""
     from mlconv.passes.core_quantize import RANGE_ATTR
 
+    if method not in CALIBRATION_METHODS:
+        raise OptionError(
+            f"calibration method must be one of {', '.join(CALIBRATION_METHODS)}, got '{method}'"
+        )
     ops = quantizable_ops(module)
-    outputs, low, high = _run_float(module, calls, device, probe=bool(ops))
-    for op, lo, hi in zip(ops, low, high, strict=True):
+    mse = method == "mse"
+    outputs, low, high, *rest = _run_float(module, calls, device, probe=bool(ops), sample=mse)
+    for index, (op, lo, hi) in enumerate(zip(ops, low, high, strict=True)):
+        if mse:
+            lo, hi = mse_range(rest[0][index], float(lo), float(hi))
         op.attributes[RANGE_ATTR] = DenseArrayBase.from_list(f32, [float(lo), float(hi)])
     return outputs
 
@@ -295,7 +350,9 @@ def output_names(module: ModuleOp) -> list[str]:
     return value_names(main.res_attrs, len(main.function_type.outputs.data), "output")
 
 
-def quantize_for_tpu(module: ModuleOp, quantization, device: str = "cpu") -> QuantizationReport:
+def quantize_for_tpu(
+    module: ModuleOp, quantization, device: str = "cpu", calibration_method: str = "minmax"
+) -> QuantizationReport:
     """The converter's quantization step on a core module with static shapes: fold and fuse,
     calibrate (static range), core-quantize, core-to-tpu, tpu-quantize; then, when a dataset
     is given, the quantized model against float on it (compiled for `device`)."""
@@ -323,7 +380,7 @@ def quantize_for_tpu(module: ModuleOp, quantization, device: str = "cpu") -> Qua
             calls = calls[: quantization.num_calibration_samples]
     reference = None
     if mode == "static":
-        reference = calibrate(module, calls, device)
+        reference = calibrate(module, calls, device, calibration_method)
     elif calls:
         reference, _, _ = _run_float(module, calls, device, probe=False)
     quantize_module(module, mode)
