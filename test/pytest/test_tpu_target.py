@@ -202,3 +202,27 @@ def test_weights_are_constants_after_folding():
     for op in module.walk():
         if isinstance(op, tpu.PrimitiveOp) and op.operands:
             assert not all(isinstance(v.owner, tpu.ConstantOp) for v in op.operands), op.name
+
+
+def _op_lines(module) -> list[str]:
+    """The module's ops as text without SSA names, sorted: the same ops and constants in any
+    order compare equal."""
+    import re
+
+    return sorted(re.sub(r"%[\w.]+", "%", line) for line in str(module).splitlines())
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cached_traces_give_the_closure_forms(case, monkeypatch):
+    """tpu-conv-strategy traces each (form, convolution, shapes) once with the filters as an
+    argument and runs the filter-only equations in numpy; the result has the same ops and
+    constants as tracing each convolution with its filters closed over (the fallback)."""
+    from mlconv.passes import tpu_conv_strategy
+
+    cached, _ = lowered(case)
+    TpuConvStrategyPass(device="cpu").apply(make_context(), cached)
+    closure, _ = lowered(case)
+    monkeypatch.setattr(tpu_conv_strategy, "_bind_filters", lambda closed, filters: None)
+    TpuConvStrategyPass(device="cpu").apply(make_context(), closure)
+    assert ops_named(cached, "conv_general_dilated") or ops_named(cached, "dot_general")
+    assert _op_lines(cached) == _op_lines(closure)
