@@ -85,16 +85,23 @@ def label(domain: str, op_type: str) -> str:
     return f"{domain}.{op_type}" if domain else op_type
 
 
+def missing_implementation(domain: str, op_type: str) -> str | None:
+    """Why (domain, op_type) cannot run on the host (nothing registered), or None."""
+    if (domain, op_type) in IMPLEMENTATIONS:
+        return None
+    return (
+        f"custom op {label(domain, op_type)} has no host implementation: register one with "
+        "mlconv.custom_ops.register, or lower it in a plugin"
+    )
+
+
 def _implementation(domain: str, op_type: str) -> Implementation:
-    found = IMPLEMENTATIONS.get((domain, op_type))
-    if found is None:
+    problem = missing_implementation(domain, op_type)
+    if problem:
         from mlconv.errors import BackendError
 
-        raise BackendError(
-            f"custom op {label(domain, op_type)} has no host implementation: register one with "
-            "mlconv.custom_ops.register or lower it in a plugin"
-        )
-    return found
+        raise BackendError(problem)
+    return IMPLEMENTATIONS[(domain, op_type)]
 
 
 def _call(domain: str, op_type: str, attrs: tuple, arrays: Sequence[Any]) -> list[np.ndarray]:

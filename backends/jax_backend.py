@@ -211,12 +211,26 @@ class CompiledModule:
         self.input_names = value_names(main.arg_attrs, len(main.body.block.args), "input")
         self.output_names = value_names(main.res_attrs, len(main.function_type.outputs), "output")
         self.input_specs = InputSpec.from_main(main)
+        _check_custom_calls(module)
         self.regions: list[CompiledRegion] = []
         self._program = _compile_body(main.body.block, self.device, self.regions)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
         return [np.asarray(r) for r in self._program(*arrays)]
+
+
+def _check_custom_calls(module: ModuleOp) -> None:
+    """Refuse, before anything compiles, a custom op whose host implementation nobody has
+    registered: otherwise the first call would fail inside jax.pure_callback, with no location."""
+    from mlconv import custom_ops
+
+    for op in module.walk():
+        if isinstance(op, tpu.CustomCallOp):
+            params = op.params()
+            problem = custom_ops.missing_implementation(params.get("domain", ""), params["op_type"])
+            if problem:
+                raise BackendError.at(op, problem)
 
 
 HOST_PRIMITIVES = frozenset({"reshape"})

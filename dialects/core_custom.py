@@ -93,13 +93,7 @@ class CustomOp(CoreOp):
         from mlconv import custom_ops
 
         domain = self.attributes["domain"].data if "domain" in self.attributes else ""
-        op_type = self.attributes["op_type"].data
-        if (domain, op_type) in custom_ops.IMPLEMENTATIONS:
-            return None
-        return (
-            f"custom op {custom_ops.label(domain, op_type)} has no host implementation: register "
-            "one with mlconv.custom_ops.register, or lower it in a plugin"
-        )
+        return custom_ops.missing_implementation(domain, self.attributes["op_type"].data)
 
     def verify_semantics(self) -> None:
         if not self.attributes["op_type"].data:

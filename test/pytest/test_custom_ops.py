@@ -156,16 +156,17 @@ def test_no_implementation_when_the_program_is_built():
 
     text = """
     func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-      %y = "core.Custom"(%x) {domain = "com.acme", op_type = "Nowhere"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      %y = "core.Custom"(%x) {domain = "com.acme", op_type = "Nowhere"} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("nowhere")
       func.return %y : tensor<2x3xf32>
     }
     """
     from mlconv.api import lower_to_tpu
 
     module = lower_to_tpu(Parser(make_context(), text).parse_module())
-    run = compile_module(module, "cpu")
-    with pytest.raises(BackendError, match="com.acme.Nowhere has no host implementation"):
-        run(np.zeros((2, 3), np.float32))
+    with pytest.raises(BackendError, match="com.acme.Nowhere has no host implementation") as caught:
+        compile_module(module, "cpu")
+    assert caught.value.location == "nowhere"
+    assert "\n" not in str(caught.value)
 
 
 def test_openvino_writer_writes_an_extension_layer(registered):
