@@ -27,6 +27,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.backends.jax_backend import CompiledModule, compile_module
 from mlconv.backends.module_io import find_main, value_names
+from mlconv.backends.staged import plan_stages
 from mlconv.dense import element_type
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
@@ -99,7 +100,8 @@ class SpecializingModule:
         self.input_specs = InputSpec.from_main(main)
         self.bound = value_inputs(main)
         self.compilations = 0
-        self._programs: OrderedDict[Any, CompiledModule] = OrderedDict()
+        self._programs: OrderedDict[Any, Any] = OrderedDict()
+        self._unstaged: set[Any] = set()  # input shapes staging does not apply to
 
     @property
     def cached(self) -> int:
@@ -108,52 +110,72 @@ class SpecializingModule:
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
-        key = (
-            tuple((a.shape, a.dtype.str) for a in arrays),
-            tuple(arrays[i].tobytes() for i in self.bound),
-        )
+        shapes = tuple((a.shape, a.dtype.str) for a in arrays)
+        if self.bound and shapes not in self._unstaged:  # backends/staged.py
+            staged = self._program(
+                ("staged", shapes), lambda: plan_stages(self.module, arrays, self.device)
+            )
+            if staged is not None:
+                return staged(arrays)
+            self._unstaged.add(shapes)
+        key = (shapes, tuple(arrays[i].tobytes() for i in self.bound))
+        return self._program(key, lambda: self._specialize(arrays))(*arrays)
+
+    def _program(self, key: Any, make: Any) -> Any:
+        """The cached program at `key`, made (and counted) on a miss; None is not cached."""
         program = self._programs.get(key)
         if program is None:
-            program = self._specialize(arrays)
+            program = make()
+            if program is None:
+                return None
             self.compilations += 1
             self._programs[key] = program
             while len(self._programs) > self.cache_size:
                 self._programs.popitem(last=False)
         else:
             self._programs.move_to_end(key)
-        return program(*arrays)
+        return program
 
     def _specialize(self, arrays: list[np.ndarray]) -> CompiledModule:
+        """@main compiled at the arrays' shapes and the values of the `bound` inputs."""
         from mlconv.dialects import make_context
-        from mlconv.passes.core_infer_shapes import update_signature
         from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
-        module = self.module.clone()
-        main = find_main(module)
-        block = main.body.block
-        for arg, array in zip(list(block.args), arrays, strict=True):
-            declared = arg.type
-            if isinstance(declared, TensorType) and len(declared.get_shape()) != array.ndim:
-                raise BackendError(
-                    f"input has rank {array.ndim}, the model expects {len(declared.get_shape())}"
-                )
-            element = (
-                declared.get_element_type()
-                if isinstance(declared, TensorType)
-                else element_type(array.dtype)
-            )
-            Rewriter.replace_value_with_new_type(arg, TensorType(element, list(array.shape)))
-        for index in self.bound:
-            arg = block.args[index]
-            constant = ConstantOp.from_numpy(arrays[index].astype(_dtype_of(arg)))
-            Rewriter.insert_op(constant, InsertPoint.at_start(block))
-            arg.replace_all_uses_with(constant.output)
-        update_signature(main)
-        main.function_type = func.FunctionType.from_lists(
-            [a.type for a in block.args], list(main.function_type.outputs)
-        )
+        module = bind_module(self.module, arrays, self.bound)
         CoreToTpuPipeline(device=target_device(self.device)).apply(make_context(), module)
         return compile_module(module, self.device)
+
+
+def bind_module(module: ModuleOp, arrays: list[np.ndarray], bound: list[int]) -> ModuleOp:
+    """A copy of `module` whose @main takes the arrays' shapes, the inputs at `bound` replaced
+    by core.Constants of their values."""
+    from mlconv.passes.core_infer_shapes import update_signature
+
+    module = module.clone()
+    main = find_main(module)
+    block = main.body.block
+    for arg, array in zip(list(block.args), arrays, strict=True):
+        declared = arg.type
+        if isinstance(declared, TensorType) and len(declared.get_shape()) != array.ndim:
+            raise BackendError(
+                f"input has rank {array.ndim}, the model expects {len(declared.get_shape())}"
+            )
+        element = (
+            declared.get_element_type()
+            if isinstance(declared, TensorType)
+            else element_type(array.dtype)
+        )
+        Rewriter.replace_value_with_new_type(arg, TensorType(element, list(array.shape)))
+    for index in bound:
+        arg = block.args[index]
+        constant = ConstantOp.from_numpy(arrays[index].astype(_dtype_of(arg)))
+        Rewriter.insert_op(constant, InsertPoint.at_start(block))
+        arg.replace_all_uses_with(constant.output)
+    update_signature(main)
+    main.function_type = func.FunctionType.from_lists(
+        [a.type for a in block.args], list(main.function_type.outputs)
+    )
+    return module
 
 
 def _dtype_of(arg: SSAValue) -> np.dtype:

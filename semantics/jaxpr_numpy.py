@@ -72,6 +72,69 @@ def _same_type(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+def _top_k(x, *, k, axis=-1, **_):
+    """lax.top_k: the k largest along `axis`, ties to the lower index (NaN and -0.0, which
+    XLA's total order ranks below 0.0: left to XLA)."""
+    if x.dtype.kind == "f" and (np.isnan(x).any() or np.signbit(x[x == 0]).any()):
+        return None
+    axis = axis % x.ndim
+    reversed_order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    order = x.shape[axis] - 1 - np.flip(reversed_order, axis)
+    order = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, order, axis=axis), order.astype(np.int32)
+
+
+def _gather(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_value=None, **_):
+    """lax.gather (index vector in the last dim of `indices`), vectorized: every operand dim
+    indexed by start + iota of its slice size, then collapsed dims dropped and the offset dims
+    moved to their places. Out-of-bounds starts are clamped (CLIP, PROMISE_IN_BOUNDS) or give
+    `fill_value` (FILL_OR_DROP)."""
+    numbers = dimension_numbers
+    mode_name = getattr(mode, "name", str(mode))
+    if mode_name not in ("CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS"):
+        return None
+    batch_shape = indices.shape[:-1]
+    nb, rank = len(batch_shape), operand.ndim
+    starts = np.zeros((*batch_shape, rank), np.int64)
+    for k, dim in enumerate(numbers.start_index_map):
+        starts[..., dim] = indices[..., k]
+    for dim, batch_dim in zip(
+        numbers.operand_batching_dims, numbers.start_indices_batching_dims, strict=True
+    ):
+        shape = [1] * nb
+        shape[batch_dim] = batch_shape[batch_dim]
+        starts[..., dim] = np.arange(batch_shape[batch_dim]).reshape(shape)
+    upper = np.array(operand.shape, np.int64) - np.array(slice_sizes, np.int64)
+    outside = ((starts < 0) | (starts > upper)).any(axis=-1)
+    starts = np.clip(starts, 0, upper)
+    index = tuple(
+        starts[..., dim].reshape((*batch_shape, *[1] * rank))
+        + np.arange(slice_sizes[dim]).reshape([1] * (nb + dim) + [-1] + [1] * (rank - dim - 1))
+        for dim in range(rank)
+    )
+    if not rank:
+        return None
+    gathered = operand[index]
+    dropped = (*numbers.collapsed_slice_dims, *numbers.operand_batching_dims)
+    gathered = gathered.reshape(
+        (*batch_shape, *[n for d, n in enumerate(slice_sizes) if d not in dropped])
+    )
+    if mode_name == "FILL_OR_DROP" and outside.any():
+        if fill_value is None:
+            if operand.dtype.kind in "fc":
+                fill_value = np.nan
+            elif operand.dtype.kind == "b":
+                fill_value = True
+            else:
+                info = np.iinfo(operand.dtype)
+                fill_value = info.min if operand.dtype.kind == "i" else info.max
+        gathered = gathered.copy()
+        gathered[outside] = fill_value
+    out_rank = gathered.ndim
+    batch_positions = [d for d in range(out_rank) if d not in numbers.offset_dims]
+    return np.moveaxis(gathered, range(out_rank), [*batch_positions, *numbers.offset_dims])
+
+
 # jax primitive name -> numpy evaluation (returning None defers to JAX for that case).
 NUMPY_PRIMITIVES: dict[str, Callable[..., Any]] = {
     "add": _same_type(np.add),
@@ -114,6 +177,8 @@ NUMPY_PRIMITIVES: dict[str, Callable[..., Any]] = {
         shape,
     ).copy(),
     "copy": lambda x: x,
+    "gather": _gather,
+    "top_k": _top_k,
 }
 
 
@@ -153,10 +218,12 @@ def _evaluate_equation(eqn: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     if numpy_fn is not None:
         result = numpy_fn(*inputs, **eqn.params)
         if result is not None:
-            expected = eqn.outvars[0].aval
-            result = np.asarray(result)
-            if result.shape == tuple(expected.shape) and result.dtype == np.dtype(expected.dtype):
-                return [result]
+            results = [np.asarray(r) for r in (result if isinstance(result, tuple) else [result])]
+            if all(
+                r.shape == tuple(v.aval.shape) and r.dtype == np.dtype(v.aval.dtype)
+                for r, v in zip(results, eqn.outvars, strict=True)
+            ):
+                return results
     out = eqn.primitive.bind(*inputs, **eqn.params)
     outs = out if eqn.primitive.multiple_results else [out]
     return [np.asarray(o) for o in outs]
