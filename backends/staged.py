@@ -5,10 +5,10 @@ A detector's post-processing (NonZero, NonMaxSuppression, a TopK whose k is a co
 then the Slices, Reshapes and Gathers whose shapes those results give) makes @main's static
 operands depend on the input's value. Compiling the whole network per input value (what
 `SpecializingModule` does for inputs whose values reach a static operand) recompiles the
-backbone for every image: SSDlite took 3 s per image. Here, at the concrete input shapes, an
-op is *data-dependent* when, after core-infer-shapes and core-fold-constants, a result of it
-still has a dynamic dim or a static operand of it is still not a constant; the tail is these
-ops and every op downstream of them, the prefix is the rest. The prefix is lowered through
+backbone for every image: SSDlite took 3 s per image. Here, at the concrete input shapes
+(after core-infer-shapes and core-fold-constants), the tail is the data-dependent ops
+(`DATA_DEPENDENT`: NonZero, Unique, NonMaxSuppression, or a core.If holding one) and every
+op downstream of them, the prefix is the rest. The prefix is lowered through
 the usual core-to-tpu pipeline and compiled once per input-shape key; the tail runs per call
 on the prefix's outputs (numpy arrays) through each op's `semantics`
 (`mlconv.semantics.tracing.run_with`, whose trace cache is keyed by the op and its operand
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
@@ -37,9 +37,13 @@ from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import BackendError
 from mlconv.semantics.tracing import run_with
 
+DATA_DEPENDENT = frozenset({"core.NonZero", "core.Unique", "core.NonMaxSuppression"})
+"""Ops whose result shapes depend on their operands' values (their data is a static operand)."""
 
-def _static(value: SSAValue) -> bool:
-    return isinstance(value.type, TensorType) and all(d >= 0 for d in value.type.get_shape())
+
+def _data_dependent(op: Operation) -> bool:
+    """`op` is, or holds in a body, an op of `DATA_DEPENDENT`."""
+    return any(nested.name in DATA_DEPENDENT for nested in op.walk())
 
 
 def _top(op: Operation, block: Block) -> Operation:
@@ -139,24 +143,21 @@ def plan_stages(
     block = main.body.block
     ops = list(block.ops)
     returned = list(ops[-1].operands)
-    # Data-dependent results (NonZero's count ...), and what is downstream of them.
+    # The data-dependent ops and what is downstream of them. Another op's static operand
+    # that no constant gives and the tail does not feed: an input's value reaches it directly,
+    # and the whole module compiles per value.
     downstream: set[Operation] = set()
-    for op in ops:
-        if isinstance(op, ConstantOp) or op is ops[-1]:
+    for op in ops[:-1]:
+        if isinstance(op, ConstantOp):
             continue
-        reads = _inputs_of(op)
-        if any(v.owner in downstream for v in reads if isinstance(v.owner, Operation)) or (
-            not all(map(_static, op.results))
-        ):
+        if _data_dependent(op) or any(v.owner in downstream for v in _inputs_of(op)):
             downstream.add(op)
+        elif isinstance(op, CoreOp) and any(
+            constant_value(v) is None for v in _static_operands(op)
+        ):
+            return None
     if not downstream:
         return None
-    # A static operand no constant gives, outside the tail: an input's value reaches it.
-    for op in ops:
-        if op in downstream or not isinstance(op, CoreOp):
-            continue
-        if any(constant_value(v) is None for v in _static_operands(op)):
-            return None
     tail = [op for op in ops if op in downstream]
     prefix = [op for op in ops[:-1] if op not in downstream]
     wanted = [

@@ -68,3 +68,13 @@ def test_ssdlite_matches_onnxruntime(exported):
     (boxes0, labels0), (boxes1, labels1) = seen
     assert boxes0.shape != boxes1.shape or not np.allclose(boxes0, boxes1, atol=1e-2)
     assert labels0.shape != labels1.shape or not np.array_equal(labels0, labels1)
+    # Another image at the first size: its detections differ, yet nothing is compiled; the
+    # backbone is compiled once per image size, the post-processing runs per call
+    # (backends/staged.py).
+    image = exported_models.detector_image(exported_models.DETECTOR_SIZES[0], 7)
+    expected = session.run(None, {"images": image})
+    assert not np.array_equal(expected[0], seen[0][0] * np.array([320, 240, 320, 240]))
+    for name, e, g in zip(exported_models.DETECTOR_OUTPUTS, expected, run(image), strict=True):
+        assert g.shape == e.shape and g.dtype == e.dtype, name
+        np.testing.assert_allclose(g, e, rtol=exported_models.RTOL, atol=exported_models.ATOL)
+    assert run.compilations == len(exported_models.DETECTOR_SIZES)
