@@ -117,7 +117,13 @@ def _run_ops(ops: list[Operation], env: dict[SSAValue, Any]) -> list[Any] | None
             env.update(zip(block.args, values[1:], strict=True))
             results = _run_ops(list(block.ops), env)
         elif isinstance(op, CoreOp):
-            results = run_with(op, values)
+            try:
+                results = run_with(op, values)
+            except BackendError:
+                raise
+            except Exception as err:  # the semantics refuse these values: one located line
+                message = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise BackendError.at(op, message) from None
         else:
             raise BackendError.at(op, "cannot run in a staged tail")
         # Not `check_result`: the declared element type of a result whose values the

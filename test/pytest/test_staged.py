@@ -8,11 +8,13 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
 from mlconv.backends.specialize import SpecializingModule
 from mlconv.backends.staged import StagedProgram
+from mlconv.errors import BackendError
 
 
 def _nonzero_model(path, seed: int = 0) -> None:
@@ -90,3 +92,32 @@ def test_value_reaching_a_static_operand_directly_compiles_per_value(tmp_path):
         np.testing.assert_array_equal(run(x, np.array(shape)), [x.reshape(shape)])
     assert run.compilations == 2
     assert not any(isinstance(p, StagedProgram) for p in run._programs.values())
+
+
+def test_tail_op_refusing_its_values_is_one_located_line(tmp_path):
+    """The tail reshapes the picked entries to pairs: an odd count is refused by Reshape's
+    semantics at run time, as one line naming the op; an even count runs."""
+    pairs = numpy_helper.from_array(np.array([-1, 2], np.int64), "pairs")
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Greater", ["x", "zero"], ["mask"]),
+            helper.make_node("NonZero", ["mask"], ["where"]),
+            helper.make_node("Transpose", ["where"], ["rows"], perm=[1, 0]),
+            helper.make_node("GatherND", ["x", "rows"], ["picked"]),
+            helper.make_node("Reshape", ["picked", "pairs"], ["y"], name="to_pairs"),
+        ],
+        "pairs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 2])],
+        [pairs, zero],
+    )
+    path = tmp_path / "pairs.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    run = mlconv.compile(str(path), quiet=True)
+    x = np.array([1.0, -2.0, 3.0, 4.0, -5.0, 6.0], np.float32)
+    np.testing.assert_array_equal(run(x)[0], [[1.0, 3.0], [4.0, 6.0]])
+    with pytest.raises(BackendError) as caught:
+        run(np.array([1.0, -2.0, 3.0, 4.0, -5.0, -6.0], np.float32))
+    assert "\n" not in str(caught.value) and "to_pairs" in str(caught.value)
+    assert run.compilations == 1
