@@ -11,6 +11,10 @@ The cache is an LRU of `cache_size` programs (`DEFAULT_CACHE_SIZE`, 8, unless gi
 one would exceed it, and compiled again if it comes back. `cached` is how many are held,
 `compilations` how many were compiled in all. Inputs are checked against the declared
 signature (static dims, dtypes, names, count) before anything is compiled.
+
+Where the values that reach static operands pass through a data-dependent op (NonZero,
+NonMaxSuppression: a detector's post-processing), `backends/staged.py` compiles the prefix
+once per input shapes and runs the tail per call instead (`plan_stages`).
 """
 
 from __future__ import annotations
