@@ -7,6 +7,12 @@ and replaces them by a `tpu.constant` holding the result: weights arrive pre-tra
 pre-packed. Ops whose result would be larger than `max-elements`, expansions (a result larger
 than its inputs, above 1024 elements: XLA fuses a broadcast for free), control flow and ops
 with regions are left alone.
+
+A `transpose` of a weight feeding a `dot_general` (Gemm transB=1, MatMul of a transposed
+initializer) is not folded but absorbed into the dot's dimension numbers first: the dot takes
+the untransposed constant and contracts over its other axis. Folding it copied the weight
+(vgg19's 25088x4096 fc6: ~1.5 s of a 1.8 s pass) and XLA:CPU runs the transposed contraction
+(a row-major matrix-vector product) as fast or faster.
 """
 
 from __future__ import annotations
@@ -100,6 +106,61 @@ def evaluate(op: tpu.PrimitiveOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(o) for o in outputs]
 
 
+def _foldable(value: SSAValue, depth: int = 8) -> bool:
+    """Whether `value` is a constant or computed from constants only (what this pass folds)."""
+    owner = value.owner
+    if isinstance(owner, tpu.ConstantOp):
+        return True
+    if depth == 0 or not isinstance(owner, tpu.PrimitiveOp) or owner.regions or not owner.operands:
+        return False
+    return all(_foldable(v, depth - 1) for v in owner.operands)
+
+
+class AbsorbWeightTranspose(RewritePattern):
+    """dot_general(x, transpose(W, p)) -> dot_general(x, W) with W's axes in the dimension
+    numbers (either operand), when W is constant-foldable and `p` keeps the order of the free
+    (non-contracting, non-batch) axes, which fixes the order of the result's axes."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tpu.PrimitiveOp, rewriter: PatternRewriter) -> None:
+        if op.PRIMITIVE != "dot_general":
+            return
+        params = op.params()
+        (contracting, batch) = params["dimension_numbers"]
+        contracting, batch = [list(c) for c in contracting], [list(b) for b in batch]
+        operands = list(op.operands)
+        changed = False
+        for side in (0, 1):
+            transpose = operands[side].owner
+            if not (isinstance(transpose, tpu.PrimitiveOp) and transpose.PRIMITIVE == "transpose"):
+                continue
+            source = transpose.operands[0]
+            if not _foldable(source):
+                continue
+            perm = tuple(transpose.params()["permutation"])
+            used = set(contracting[side]) | set(batch[side])
+            free = [perm[d] for d in range(len(perm)) if d not in used]
+            if free != sorted(free):
+                continue
+            contracting[side] = [perm[d] for d in contracting[side]]
+            batch[side] = [perm[d] for d in batch[side]]
+            operands[side] = source
+            changed = True
+        if not changed:
+            return
+        params["dimension_numbers"] = (
+            tuple(tuple(c) for c in contracting),
+            tuple(tuple(b) for b in batch),
+        )
+        new = type(op).create(
+            operands=operands,
+            result_types=[r.type for r in op.results],
+            attributes={k: tpu.encode_param(v) for k, v in params.items()},
+        )
+        new.location = op.location
+        rewriter.replace(op, new)
+
+
 class FoldConstantOperands(RewritePattern):
     def __init__(self, max_elements: int):
         self.max_elements = max_elements
@@ -136,6 +197,8 @@ def erase_dead(module: ModuleOp) -> None:
 
 
 def fold_constants(module: ModuleOp, max_elements: int = 1 << 27) -> None:
+    PatternRewriteWalker(AbsorbWeightTranspose(), apply_recursively=False).rewrite_module(module)
+    erase_dead(module)  # the absorbed transposes, before anything folds them
     PatternRewriteWalker(FoldConstantOperands(max_elements)).rewrite_module(module)
     erase_dead(module)
 

@@ -367,6 +367,20 @@ def test_tpu_pass(name: str, index: int) -> None:
     check_pass(before, TPU_PIPELINE[index], case.inputs, case.other, what=name)
 
 
+def test_tpu_fold_constants_absorbs_gemm_weight_transpose() -> None:
+    """convnet's Gemm transB=1: tpu-fold-constants hands the dot_general the untransposed
+    [10, 16] weight (contracting its axis 1) instead of folding a transposed copy; same outputs."""
+    case = onnx_case("convnet")
+    before = numerics.apply_passes(case.before("core-to-tpu"), "core-to-tpu")
+    (dot,) = [op for op in before.walk() if op.name == "tpu.dot_general"]
+    assert dot.operands[1].owner.name == "tpu.transpose"
+    after = check_pass(before, "tpu-fold-constants", case.inputs, case.other, what="convnet")
+    (dot,) = [op for op in after.walk() if op.name == "tpu.dot_general"]
+    weight = dot.operands[1].owner
+    assert weight.name == "tpu.constant" and list(weight.output.type.get_shape()) == [10, 16]
+    assert dot.params()["dimension_numbers"] == (((1,), (1,)), ((), ()))
+
+
 def test_interpreters_leave_the_module_unchanged() -> None:
     case = onnx_case("convnet")
     module = case.before("core-fuse")
