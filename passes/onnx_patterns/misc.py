@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.dialects.builtin import i64
 
 from mlconv.dense import element_type
 from mlconv.dialects import core_elementwise as ew
@@ -15,6 +16,7 @@ from mlconv.dialects import core_signal as signal
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_vision as vision
 from mlconv.passes.onnx_patterns import lowering
+from mlconv.passes.onnx_patterns.indexing import with_element_type
 from mlconv.passes.onnx_patterns.nn import spatial_rank, window_attributes
 
 _GRID_MODES = {
@@ -48,14 +50,17 @@ def non_max_suppression(op, b):
     """The thresholds and the per-class maximum become static operands: a model that feeds
     them (or the boxes) as inputs is specialized on their values."""
     return [
-        b(
-            vision.NonMaxSuppressionOp,
-            b.input(op, "boxes"),
-            b.input(op, "scores"),
-            b.input(op, "max_output_boxes_per_class"),
-            b.input(op, "iou_threshold"),
-            b.input(op, "score_threshold"),
-            center_point_box=bool(b.attr(op, "center_point_box", 0)),
+        with_element_type(
+            b(
+                vision.NonMaxSuppressionOp,
+                b.input(op, "boxes"),
+                b.input(op, "scores"),
+                b.input(op, "max_output_boxes_per_class"),
+                b.input(op, "iou_threshold"),
+                b.input(op, "score_threshold"),
+                center_point_box=bool(b.attr(op, "center_point_box", 0)),
+            ),
+            i64,
         )
     ]
 

@@ -35,3 +35,21 @@ builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
     func.return %y : tensor<2x3xf32>
   }
 }
+
+// -----
+
+// NonMaxSuppression: the selected (batch, class, box) triples are i64 whatever the boxes'
+// element type; their count depends on the scores, so the first dim stays `?`.
+// CHECK-LABEL: func.func @non_max_suppression_indices_are_i64
+// CHECK-NOT:     onnx.
+// CHECK:         %[[SEL:.*]] = "core.NonMaxSuppression"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> {center_point_box = false} : (tensor<1x6x4xf32>, tensor<1x1x6xf32>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x3xi64>
+// CHECK:         func.return %[[SEL]] : tensor<?x3xi64>
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @non_max_suppression_indices_are_i64(%b: tensor<1x6x4xf32>, %s: tensor<1x1x6xf32>) -> tensor<?x3xi64> {
+    %m = "onnx.Constant"() {value = dense<3> : tensor<1xi64>} : () -> tensor<1xi64>
+    %i = "onnx.Constant"() {value = dense<5.000000e-01> : tensor<1xf32>} : () -> tensor<1xf32>
+    %t = "onnx.Constant"() {value = dense<0.000000e+00> : tensor<1xf32>} : () -> tensor<1xf32>
+    %sel = "onnx.NonMaxSuppression"(%b, %s, %m, %i, %t) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (tensor<1x6x4xf32>, tensor<1x1x6xf32>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x3xi64>
+    func.return %sel : tensor<?x3xi64>
+  }
+}
