@@ -3,9 +3,9 @@
     python bench/latency.py [--models resnet50,squeezenet] [--rounds 5] [--runs 5]
                             [--device cpu] [--exported] [--target-passes on|off]
 
-Models: the nine light ONNX models of the onnx wheel, with every float initializer replaced by
-seeded random values (fan-in scaled; 1-D ones uniform in [0.5, 1.5] so BatchNorm variances stay
-positive), so no runtime can shortcut constant weights; with `--exported`, also the PyTorch
+Models: the nine light ONNX models of the onnx wheel with seeded random weights (`randomize`:
+their ConstantOfShape fills made initializers, He-normal filters, BatchNorm statistics from real
+activations), so no runtime can shortcut constant weights and outputs depend on inputs; with `--exported`, also the PyTorch
 models of test/pytest/exported_models.py (when that module exists).
 
 Each runtime is compiled once, then timed in `--rounds` interleaved rounds (the runtimes'
@@ -27,7 +27,6 @@ import time
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 # Run as a script, bench/ is sys.path[0]: drop it so that bench/openvino.py does not shadow the
 # openvino package.
@@ -54,22 +53,19 @@ def light_path(name: str) -> str:
 
 
 def randomize(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
-    """A copy of `model` whose float initializers are seeded random values."""
-    rng = np.random.default_rng(seed)
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    for index, tensor in enumerate(model.graph.initializer):
-        array = numpy_helper.to_array(tensor)
-        if array.dtype.kind != "f":
-            continue
-        if array.ndim <= 1:
-            new = rng.uniform(0.5, 1.5, array.shape)
-        else:
-            fan_in = int(np.prod(array.shape[1:]))
-            new = rng.standard_normal(array.shape) * np.sqrt(2.0 / max(fan_in, 1))
-        model.graph.initializer[index].CopyFrom(
-            numpy_helper.from_array(new.astype(array.dtype), tensor.name)
-        )
-    return model
+    """A copy of `model` with seeded random weights, as the tests use them
+    (test/pytest/sensitivity.py): every ConstantOfShape fill becomes an initializer (the light
+    models build most weights so; a fill would leave them constant), filters He-normal,
+    BatchNorm statistics from the activations of one random input."""
+    sys.path.insert(
+        0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "pytest")
+    )
+    try:
+        import sensitivity  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    calibration = list(input_arrays(model, seed=seed + 100).values())
+    return sensitivity.randomize_onnx_weights(model, seed, calibration)
 
 
 def input_arrays(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
