@@ -10,7 +10,9 @@ models of test/pytest/exported_models.py (when that module exists).
 
 Each runtime is compiled once, then timed in `--rounds` interleaved rounds (the runtimes'
 order rotates per round) of `--runs` calls each; the reported latency is the median of all
-calls. Timings on a shared machine swing between runs, so the table prints *ratios* measured in
+calls. Run it on an otherwise idle machine: under load onnxruntime's spinning thread pool loses
+far more than XLA does (squeezenet mlconv/onnxruntime 0.77 at load average 8, 2.8 idle, same
+code), so a loaded run flatters mlconv. Timings swing between runs, so the table prints *ratios* measured in
 the same run: mlconv / onnxruntime, OpenVINO / onnxruntime, and compile times split into
 import / passes / XLA compile against OpenVINO's convert+compile. Outputs are checked against
 onnxruntime (relative to the largest magnitude) so a fast wrong answer cannot pass.
