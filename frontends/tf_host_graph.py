@@ -26,16 +26,9 @@ def host_only_ops(
 ) -> list[str]:
     """The op types of the signature's host part that only TensorFlow runs (strings, sparse,
     ...: tf_placement's list), outside the placed functions, as `tf.<Op>`."""
-    from mlconv.frontends.tf_placement import (
-        FREE_OPS,
-        _host_only,
-        read_saved_model,
-        signature_function,
-    )
+    from mlconv.frontends.tf_placement import FREE_OPS, _host_only, signature_library
 
-    meta = read_saved_model(saved_model).meta_graphs[0]
-    library = {f.signature.name: f for f in meta.graph_def.library.function}
-    start = signature_function(meta, signature)
+    _, library, start = signature_library(saved_model, signature)
     stop = set(placed.values())
     seen: set[str] = set()
     todo = [start] if start in library else []
@@ -76,16 +69,14 @@ def host_graph(
     from tensorflow.core.framework import graph_pb2
 
     from mlconv.frontends.tf_importer import _io_names, _pick, _quiet_tensorflow
-    from mlconv.frontends.tf_placement import read_saved_model, signature_function
+    from mlconv.frontends.tf_placement import signature_library
 
     tf = _quiet_tensorflow()
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )
 
-    meta = read_saved_model(saved_model).meta_graphs[0]
-    library = {f.signature.name: f for f in meta.graph_def.library.function}
-    start = signature_function(meta, signature)
+    _, library, start = signature_library(saved_model, signature)
     if start is None or start not in library:
         raise HostPartError(f"signature '{signature}': its function is not in saved_model.pb")
     by_concrete = {concrete: name for name, concrete in placed.items()}

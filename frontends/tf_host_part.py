@@ -109,11 +109,9 @@ def split_signature(
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
     from mlconv.frontends.tf_importer import import_tf
-    from mlconv.frontends.tf_placement import reachable, read_saved_model, signature_function
+    from mlconv.frontends.tf_placement import reachable, signature_library
 
-    meta = read_saved_model(saved_model).meta_graphs[0]
-    library = {f.signature.name: f for f in meta.graph_def.library.function}
-    start = signature_function(meta, signature)
+    _, library, start = signature_library(saved_model, signature)
     if start is None or start not in library:
         raise HostPartError(f"signature '{signature}': its function is not in saved_model.pb")
     by_concrete = {concrete: name for name, concrete in placed.items()}

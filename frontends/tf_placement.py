@@ -80,6 +80,16 @@ def _names(items: Iterable[str]) -> str:
     return ", ".join(items) if items else "(none)"
 
 
+def signature_library(
+    saved_model: str | os.PathLike, signature: str
+) -> tuple[Any, dict, str | None]:
+    """saved_model.pb's meta graph, its function library by name, and the concrete function
+    `signature` runs (None when the object graph has no such signature)."""
+    meta = read_saved_model(saved_model).meta_graphs[0]
+    library = {f.signature.name: f for f in meta.graph_def.library.function}
+    return meta, library, signature_function(meta, signature)
+
+
 def signature_function(meta: Any, signature: str) -> str | None:
     """The concrete function a signature of the object graph runs."""
     graph = meta.object_graph_def
