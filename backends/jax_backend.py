@@ -6,9 +6,8 @@ XLA does not spend its compile time folding them and a 100 MB model is not copie
 executable. Constants of at most `LITERAL_BYTES` (scalars, biases, BatchNorm scales) are
 literals: XLA sees ReLU's zero and a bias as constants it can fuse.
 
-On the CPU the program is compiled with `XLA_CPU_OPTIONS`: XLA:CPU hands dots, convolutions
-and the elementwise ops and reductions around them to its YNNPACK library fusions instead of
-compiling each loop fusion to machine code with LLVM (~12 ms of CPU per fusion).
+On the CPU the program is compiled with `XLA_CPU_OPTIONS`: XLA:CPU calls YNNPACK for each
+dot and keeps convolutions and elementwise loops its own (measured fastest, see there).
 """
 
 from __future__ import annotations
@@ -127,35 +126,15 @@ LITERAL_BYTES = 16384
 arguments. resnet50 (light, XLA:CPU): 158 arguments -> 53, 26 fusions -> 15, XLA compile CPU
 0.61 -> 0.41 s; all literal instead costs 0.3 s more tracing and compiles no faster."""
 
-XLA_CPU_OPTIONS = {
-    "xla_cpu_experimental_ynn_fusion_type": ",".join(
-        f"LIBRARY_FUSION_TYPE_{kind}"
-        for kind in ("DOT", "ELTWISE", "REDUCE", "INDIVIDUAL_CONVOLUTION")
-    )
-}
-"""XLA:CPU compile options (jaxlib 0.10): library (YNNPACK) fusions take dots with their
-elementwise and reduction neighbours, and convolutions. Measured, XLA compile CPU seconds
-before -> after: squeezenet 0.84 -> 0.48, resnet50 0.99 -> 0.61, inception_v1 1.96 -> 0.95,
-densenet121 2.72 -> 1.46 (fusions 96 -> 26 on resnet50, 244 -> 69 on densenet121)."""
-
-
-_MOVEMENT = frozenset({"slice", "pad", "transpose", "reshape"})
-_CONTRACTIONS = frozenset({"dot_general", "conv_general_dilated"})
-
-
-def library_fusions(region: tpu.RegionOp) -> bool:
-    """Whether `XLA_CPU_OPTIONS` pay off for `region`: where dots and convolutions outnumber
-    slices, pads, transposes and reshapes. ShuffleNet (144 shifted depthwise taps, 81
-    transposes, 33 dots) compiles slower with them (XLA 3.6 -> 6.1 s) and runs at 1.3x
-    onnxruntime instead of 0.7-1.0x, in one run."""
-    counts = {"movement": 0, "contraction": 0}
-    for op in region.body.walk():
-        primitive = getattr(op, "PRIMITIVE", "")
-        if primitive in _MOVEMENT:
-            counts["movement"] += 1
-        elif primitive in _CONTRACTIONS:
-            counts["contraction"] += 1
-    return counts["contraction"] > counts["movement"]
+XLA_CPU_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+"""XLA:CPU compile options (jaxlib 0.10): each dot is a YNNPACK library call of its own;
+convolutions stay with XLA's Eigen kernels and elementwise ops in XLA's loop fusions. XLA's
+default also hands convolutions to YNNPACK, and the wider library fusions (DOT, ELTWISE,
+REDUCE) take elementwise neighbours too, which materializes every strided slice feeding them
+(pooling and depthwise taps) and broadcast ReLU zeros. Measured per light model, ms per call
+(bench/xla_cpu_options.py, one process, idle), default / DOT+ELTWISE+REDUCE+CONV / this:
+squeezenet 6.5 / 6.9 / 5.6, shufflenet 12.4 / 18.7 / 9.8, inception_v1 21.5 / 24.8 / 20.4,
+inception_v2 26.4 / 27.8 / 22.9, resnet50 50.9 / 50.2 / 48.5."""
 
 
 @cache
@@ -185,7 +164,7 @@ class CompiledRegion:
         self.constants = [jax.device_put(values[op], device) for op in weight_ops]
         self.input_dtypes = [numpy_dtype(a.type.get_element_type()) for a in block.args]
         self.input_shapes = [tuple(a.type.get_shape()) for a in block.args]
-        options = compiler_options(device.platform) if library_fusions(region) else None
+        options = compiler_options(device.platform)
         self._jitted = jax.jit(
             lambda constants, *args: _interpret(
                 block, {**literals, **dict(zip(weight_ops, constants, strict=True))}, args

@@ -31,11 +31,13 @@ def target_passes(device: str) -> list[ModulePass]:
     from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
     from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
+    from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
 
     return [
         TpuFoldConstantsPass(),
         TpuConvStrategyPass(device=device),
         TpuSinkTransposesPass(),
+        TpuWindowStrategyPass(device=device),
         TpuFoldConstantsPass(),
     ]
 
@@ -45,7 +47,8 @@ class CoreToTpuPipeline(ModulePass):
     """Partial inference with every shape made static, fusion, then placement on the TPU:
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
-    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-fold-constants."""
+    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-window-strategy{device},
+    tpu-fold-constants."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""

@@ -349,6 +349,7 @@ TPU_PIPELINE = [
     "tpu-fold-constants",
     "tpu-conv-strategy{device=cpu}",
     "tpu-sink-transposes",
+    "tpu-window-strategy{device=cpu}",
 ]
 
 

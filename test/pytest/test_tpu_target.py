@@ -226,3 +226,41 @@ def test_cached_traces_give_the_closure_forms(case, monkeypatch):
     TpuConvStrategyPass(device="cpu").apply(make_context(), closure)
     assert ops_named(cached, "conv_general_dilated") or ops_named(cached, "dot_general")
     assert _op_lines(cached) == _op_lines(closure)
+
+
+WINDOWS = [  # (kind, dtype, shape, window, strides, padding, window dilation)
+    ("max", np.float32, (1, 7, 7, 3), (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (1, 1), (1, 1), (0, 0)], None),
+    ("min", np.float32, (2, 6, 5, 2), (1, 2, 3, 1), (1, 1, 2, 1), [(0, 0), (0, 1), (1, 0), (0, 0)], None),
+    ("sum", np.float32, (1, 3, 9, 9), (1, 1, 3, 3), (1, 1, 1, 1), [(0, 0), (0, 0), (1, 1), (1, 1)], None),
+    ("max", np.int32, (1, 8, 8, 2), (1, 2, 2, 1), (1, 2, 2, 1), [(0, 0), (1, 0), (0, 1), (0, 0)], None),
+    ("max", np.float32, (1, 9, 9, 2), (1, 3, 3, 1), (1, 1, 1, 1), [(0, 0), (2, 2), (2, 2), (0, 0)], (1, 2, 2, 1)),
+    ("sum", np.int32, (1, 8, 8, 1), (1, 8, 8, 1), (1, 1, 1, 1), [(0, 0)] * 4, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(WINDOWS)))
+def test_window_slices_equal_reduce_window(case):
+    """tpu-window-strategy's slices give reduce_window's values, padding (with the identity of
+    max, min and sum, for floats and integers) and window dilation included."""
+    from jax import lax
+
+    from mlconv.passes.tpu_window_strategy import window_slices
+
+    kind, dtype, shape, window, strides, padding, dilation = WINDOWS[case]
+    dilation = dilation or (1,) * len(shape)
+    rng = np.random.default_rng(case)
+    x = (rng.standard_normal(shape) * 10).astype(dtype)
+    params = {
+        "window_dimensions": window,
+        "window_strides": strides,
+        "padding": padding,
+        "base_dilation": (1,) * len(shape),
+        "window_dilation": dilation,
+    }
+    reduce = {"max": lax.reduce_window_max_p, "min": lax.reduce_window_min_p}.get(
+        kind, lax.reduce_window_sum_p
+    )
+    expected = reduce.bind(x, **{**params, "padding": tuple(map(tuple, padding))})
+    np.testing.assert_allclose(
+        np.asarray(window_slices(x, kind, params)), np.asarray(expected), rtol=1e-6
+    )
