@@ -59,6 +59,24 @@ def _broadcast_in_dim(
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
+def _pad(x: np.ndarray, value: np.ndarray, padding_config: Any, **_) -> np.ndarray:
+    """lax.pad: interior padding between elements, then edges (negative ones crop)."""
+    fill = np.asarray(value).item()
+    if any(interior for _, _, interior in padding_config):
+        spread = [
+            n + (n - 1) * i if n else 0
+            for n, (_, _, i) in zip(x.shape, padding_config, strict=True)
+        ]
+        inner = np.full(spread, fill, x.dtype)
+        inner[tuple(slice(None, None, i + 1) for _, _, i in padding_config)] = x
+        x = inner
+    crop = tuple(
+        slice(max(-lo, 0), x.shape[d] - max(-hi, 0)) for d, (lo, hi, _) in enumerate(padding_config)
+    )
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in padding_config]
+    return np.pad(x[crop], widths, constant_values=fill)
+
+
 # The layout primitives weights go through, in numpy: jax's eager dispatch compiles one XLA
 # program per primitive and shape (~10-50 ms each), which made this pass the slowest of all.
 NUMPY: dict[str, Any] = {
@@ -75,6 +93,8 @@ NUMPY: dict[str, Any] = {
         )
     ],
     "rev": lambda x, dimensions, **_: np.flip(x, tuple(dimensions)),
+    "concatenate": lambda *xs, dimension, **_: np.concatenate(xs, dimension),
+    "pad": _pad,
 }
 FLOAT_NUMPY: dict[str, Any] = {  # exact IEEE operations, float operands only
     "add": np.add,

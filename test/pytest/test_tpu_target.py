@@ -115,7 +115,19 @@ def dense_block(g: Graph) -> str:
     return g.node("Gemm", [f, g.weight((5 * 2 * 2, 7)), g.weight((7,))])
 
 
+def stem_block(g: Graph) -> str:
+    """RGB stem (3 -> 24 channels, padded to 4 input channels), padded 3x3/2 max pool, a
+    grouped 1x1 wider than BLOCK_DIAGONAL_CHANNELS (one dot per group), an average pool."""
+    a = g.conv("x", 3, 24, 3, stride=2, pad=1)
+    p = g.node("MaxPool", [a], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    b = g.conv(p, 24, 192, 1)
+    c = g.conv(b, 192, 192, 1, group=4)
+    d = g.node("AveragePool", [c], kernel_shape=[2, 2], strides=[2, 2])
+    return g.node("Flatten", [d])
+
+
 CASES = {
+    "stem": (stem_block, [1, 3, 16, 16]),
     "mobile": (mobile_block, [1, 8, 8, 8]),
     "shuffle": (shuffle_block, [1, 12, 8, 8]),
     "dense": (dense_block, [1, 3, 8, 8]),
@@ -123,7 +135,7 @@ CASES = {
 
 
 # shuffle: its pool branch reads the NCHW input itself, so the concat stays NCHW.
-LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 3, "dense": 2}
+LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 3, "dense": 2, "stem": 2}
 
 
 def lowered(case: str):

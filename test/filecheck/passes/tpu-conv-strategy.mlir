@@ -78,17 +78,15 @@ func.func @pointwise_strided(%x: tensor<1x3x4x4xf32>) -> (tensor<1x2x2x2xf32>) {
 
 // -----
 
-// Grouped 1x1 (2 groups of 2 channels): one dot_general batched over the groups, the filter
-// packed [groups, in, out] at compile time; no slice per group.
+// Grouped 1x1 (2 groups of 2 channels, few channels): one dense dot_general whose filter is
+// block-diagonal, built at compile time; no slice per group, no concatenation.
 
 // CHECK-LABEL: func.func @grouped
-// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{\[\[\[}}-7.000000e-01], [-1.000000e-01]], {{\[\[}}8.000000e-01], [1.500000e+00]]]> : tensor<2x2x1xf32>}
+// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{\[\[}}-7.000000e-01, 0.000000e+00], [-1.000000e-01, 0.000000e+00], [0.000000e+00, 8.000000e-01], [0.000000e+00, 1.500000e+00]]> : tensor<4x2xf32>}
 // CHECK:         %[[T:.*]] = "tpu.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>}
-// CHECK:         %[[X:.*]] = "tpu.reshape"(%[[T]]) {new_sizes = array<i64: 16, 2, 2>
 // CHECK-NOT:     "tpu.slice"
-// CHECK:         %[[D:.*]] = "tpu.dot_general"(%[[X]], %[[W]]) {dimension_numbers = {{\[\[}}array<i64: 2>, array<i64: 1>], [array<i64: 1>, array<i64: 0>]]
-// CHECK:         %[[G:.*]] = "tpu.transpose"(%[[D]]) {permutation = array<i64: 1, 0, 2>}
-// CHECK:         "tpu.reshape"(%[[G]]) {new_sizes = array<i64: 1, 4, 4, 2>
+// CHECK:         %[[D:.*]] = "tpu.dot_general"(%[[T]], %[[W]]) {dimension_numbers = {{\[\[}}array<i64: 3>, array<i64: 0>], [array<i64>, array<i64>]]
+// CHECK:         "tpu.transpose"(%[[D]]) {permutation = array<i64: 0, 3, 1, 2>}
 // CHECK-NOT:     tpu.conv_general_dilated
 func.func @grouped(%x: tensor<1x4x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
   %0 = "tpu.region"(%x) ({
@@ -169,4 +167,25 @@ func.func @dense_gpu(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
     tpu.yield %7 : tensor<1x2x4x4xf32>
   }) {device = "tpu"} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   func.return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// An RGB stem with 24 outputs: XLA:CPU's kernel is several times slower for 3 input channels
+// than for 4, so a zero channel is added to the input and the filter (padded at compile time).
+
+// CHECK-LABEL: func.func @rgb_stem
+// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{.*}}> : tensor<3x3x4x24xf32>}
+// CHECK:         %[[T:.*]] = "tpu.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK:         %[[P:.*]] = "tpu.pad"(%[[T]], %{{.*}}) {padding_config = [array<i64: 0, 0, 0>, array<i64: 0, 0, 0>, array<i64: 0, 0, 0>, array<i64: 0, 1, 0>]} : (tensor<1x8x8x3xf32>, tensor<f32>) -> tensor<1x8x8x4xf32>
+// CHECK:         "tpu.conv_general_dilated"(%[[P]], %[[W]])
+// CHECK-SAME:      (tensor<1x8x8x4xf32>, tensor<3x3x4x24xf32>) -> tensor<1x4x4x24xf32>
+func.func @rgb_stem(%x: tensor<1x3x8x8xf32>) -> (tensor<1x24x4x4xf32>) {
+  %0 = "tpu.region"(%x) ({
+  ^bb0(%1: tensor<1x3x8x8xf32>):
+    %2 = tpu.constant {value = dense<2.500000e-01> : tensor<24x3x3x3xf32>} : tensor<24x3x3x3xf32>
+    %3 = "tpu.conv_general_dilated"(%1, %2) {window_strides = array<i64: 2, 2>, padding = [array<i64: 1, 1>, array<i64: 1, 1>], lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, dimension_numbers = {__class__ = "ConvDimensionNumbers", lhs_spec = array<i64: 0, 1, 2, 3>, rhs_spec = array<i64: 0, 1, 2, 3>, out_spec = array<i64: 0, 1, 2, 3>}, feature_group_count = 1 : i64, batch_group_count = 1 : i64, precision, preferred_element_type = f32, out_sharding} : (tensor<1x3x8x8xf32>, tensor<24x3x3x3xf32>) -> tensor<1x24x4x4xf32>
+    tpu.yield %3 : tensor<1x24x4x4xf32>
+  }) {device = "tpu"} : (tensor<1x3x8x8xf32>) -> tensor<1x24x4x4xf32>
+  func.return %0 : tensor<1x24x4x4xf32>
 }
