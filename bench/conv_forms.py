@@ -1,6 +1,6 @@
 """XLA's speed for each form tpu-conv-strategy can give a convolution, on this machine.
 
-    python bench/conv_forms.py [--device cpu] [--runs 20]
+    python bench/conv_forms.py [--device cpu] [--runs 20] [--xla-defaults]
     python bench/conv_forms.py --channels [--runs 20]
     python bench/conv_forms.py --pools [--runs 20]
 
@@ -18,7 +18,7 @@ channels zero-padded to a multiple of 4 (`conv_nhwc_padded`), ms per pair.
 sum against `window_slices` (strided slices joined elementwise) for NHWC pooling shapes, ms.
 
 Every function is jitted with `jax_backend.compiler_options` (the XLA:CPU options mlconv
-compiles with). Run it on an idle machine: under load the numbers mean little.
+compiles with; `--xla-defaults`: XLA's own, for comparison). Run it on an idle machine: under load the numbers mean little.
 """
 
 from __future__ import annotations
@@ -72,13 +72,19 @@ POOLS = [
 ]
 
 
+XLA_DEFAULTS = False
+"""Set by `--xla-defaults`: jit with XLA's own options instead of mlconv's."""
+
+
 def jit(fn):
-    """`fn` jitted with the XLA options mlconv compiles CPU programs with."""
+    """`fn` jitted with the XLA options mlconv compiles CPU programs with (or XLA's defaults
+    with `--xla-defaults`)."""
     import jax
 
     from mlconv.backends.jax_backend import compiler_options
 
-    return jax.jit(fn, compiler_options=compiler_options(jax.devices()[0].platform))
+    options = None if XLA_DEFAULTS else compiler_options(jax.devices()[0].platform)
+    return jax.jit(fn, compiler_options=options)
 
 
 def median_times(forms: dict[str, tuple], runs: int) -> dict[str, float]:
@@ -235,7 +241,12 @@ def main() -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--channels", action="store_true", help="the input channel padding sweep")
     mode.add_argument("--pools", action="store_true", help="reduce_window against slices")
+    parser.add_argument(
+        "--xla-defaults", action="store_true", help="XLA's default options, not mlconv's"
+    )
     args = parser.parse_args()
+    global XLA_DEFAULTS
+    XLA_DEFAULTS = args.xla_defaults
     if args.channels:
         channels_sweep(args)
     elif args.pools:
