@@ -1,7 +1,6 @@
 """XLA's speed for each form tpu-conv-strategy can give a convolution, on this machine.
 
     python bench/conv_forms.py [--device cpu] [--runs 20] [--xla-defaults]
-    python bench/conv_forms.py --channels [--runs 20]
     python bench/conv_forms.py --pools [--runs 20]
 
 For a few layer shapes of the light models, MobileNet and ShuffleNet (batch 1), times the
@@ -10,9 +9,9 @@ passes/tpu_conv_strategy.py (the very functions the pass traces), interleaved, m
 `--runs`; prints each form's time relative to the NCHW convolution, marks the one `choose`
 picks and checks they agree. The pass's choices rest on these ratios.
 
-`--channels` is the sweep behind `padded_input_channels`: an NHWC 112x112 3x3 convolution for
-input channels 1, 2, 3, 5, 6, 7, 9 by output channels 12 ... 56, unpadded against its input
-channels zero-padded to a multiple of 4 (`conv_nhwc_padded`), ms per pair.
+With `--xla-defaults` (XLA's default YNNPACK convolutions) an RGB stem with 24 or 32 outputs
+runs 3-10x slower than with 4 input channels (7x7/2 3->24 @224: 15.6 against 1.4 ms); with
+mlconv's options (Eigen convolutions) padding does not pay, so the pass does not pad.
 
 `--pools` is the measurement behind passes/tpu_window_strategy.py: `lax.reduce_window` max and
 sum against `window_slices` (strided slices joined elementwise) for NHWC pooling shapes, ms.
@@ -51,16 +50,12 @@ SHAPES = [
 
 LABELS = {
     "nhwc conv": "conv_nhwc",
-    "padded channels": "conv_nhwc_padded",
     "taps": "depthwise_taps",
     "dot_general": "pointwise_dot",
     "block diagonal": "grouped_block_diagonal",
     "split groups": "grouped_split",
 }
 """Form label -> the tpu_conv_strategy function it times (for the "<- chosen" mark)."""
-
-SWEEP_IN = (1, 2, 3, 5, 6, 7, 9)
-SWEEP_OUT = (12, 20, 24, 28, 32, 36, 40, 44, 56)
 
 # (name, NHWC shape, window, stride, padding per spatial side)
 POOLS = [
@@ -120,11 +115,9 @@ def forms_table(args: argparse.Namespace) -> None:
         Conv,
         choose,
         conv_nhwc,
-        conv_nhwc_padded,
         depthwise_taps,
         grouped_block_diagonal,
         grouped_split,
-        padded_input_channels,
         pointwise_dot,
     )
 
@@ -142,8 +135,6 @@ def forms_table(args: argparse.Namespace) -> None:
             "nchw": (jit(partial(lax.conv_general_dilated, window_strides=c.strides, padding=c.padding, feature_group_count=groups)), x, jax.device_put(w, device)),
             "nhwc conv": (jit(partial(conv_nhwc, c=c)), x_nhwc, w_hwio),
         }  # fmt: skip
-        if groups == 1 and (padded_input_channels(c) or cin % 2 == 1):
-            forms["padded channels"] = (jit(partial(conv_nhwc_padded, c=c)), x_nhwc, w_hwio)
         if c.depthwise:
             forms["taps"] = (jit(partial(depthwise_taps, c=c)), x_nhwc, w_hwio)
         if c.pointwise:
@@ -165,41 +156,6 @@ def forms_table(args: argparse.Namespace) -> None:
                 " <- chosen" if chosen is not None and LABELS.get(form) == chosen.__name__ else ""
             )
             print(f"{name:<30}{form:<17}{ratio:>18.2f}{ms[form]:>8.2f}{mark}", flush=True)
-
-
-def channels_sweep(args: argparse.Namespace) -> None:
-    import jax
-
-    from mlconv.passes.tpu_conv_strategy import (
-        CHANNEL_QUANTUM,
-        Conv,
-        conv_nhwc,
-        conv_nhwc_padded,
-        padded_input_channels,
-    )
-
-    device = jax.devices(args.device)[0]
-    rng = np.random.default_rng(0)
-    print(
-        f"NHWC 112x112 3x3 convolution, ms: unpadded / input channels padded to a multiple of "
-        f"{CHANNEL_QUANTUM} (* where padded_input_channels applies)"
-    )
-    print(f"{'in/out':<9}" + "".join(f"{cout:>13}" for cout in SWEEP_OUT))
-    for cin in SWEEP_IN:
-        x = jax.device_put(rng.standard_normal((1, 112, 112, cin)).astype(np.float32), device)
-        cells = []
-        for cout in SWEEP_OUT:
-            c = Conv((1, 1), ((1, 1), (1, 1)), (1, 1), 1, cin, cout, (3, 3), None, np.float32)
-            w = jax.device_put(rng.standard_normal((3, 3, cin, cout)).astype(np.float32), device)
-            forms = {
-                "plain": (jit(partial(conv_nhwc, c=c)), x, w),
-                "padded": (jit(partial(conv_nhwc_padded, c=c)), x, w),
-            }
-            check_close(forms["padded"][0](x, w), forms["plain"][0](x, w), f"{cin}->{cout}")
-            ms = median_times(forms, args.runs)
-            star = "*" if padded_input_channels(c) else " "
-            cells.append(f"{ms['plain']:>6.2f}/{ms['padded']:<5.2f}{star}")
-        print(f"{cin:<9}" + "".join(f"{cell:>13}" for cell in cells), flush=True)
 
 
 def pools_table(args: argparse.Namespace) -> None:
@@ -238,18 +194,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runs", type=int, default=20)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--channels", action="store_true", help="the input channel padding sweep")
-    mode.add_argument("--pools", action="store_true", help="reduce_window against slices")
+    parser.add_argument("--pools", action="store_true", help="reduce_window against slices")
     parser.add_argument(
         "--xla-defaults", action="store_true", help="XLA's default options, not mlconv's"
     )
     args = parser.parse_args()
     global XLA_DEFAULTS
     XLA_DEFAULTS = args.xla_defaults
-    if args.channels:
-        channels_sweep(args)
-    elif args.pools:
+    if args.pools:
         pools_table(args)
     else:
         forms_table(args)

@@ -17,8 +17,6 @@ chosen per op (measured with bench/conv_forms.py on XLA:CPU, see the module cons
   ShuffleNet in one process, ms: 9.1 against 10.2 with one dot batched over the groups, the
   form before, which compiles 0.8 s faster);
 - other grouped convolutions: one convolution per group on a channel slice, concatenated;
-- an odd number of input channels below 16 with 17-32 outputs (an RGB stem): the input
-  channels zero-padded to 4 (`padded_input_channels`);
 - otherwise: `conv_general_dilated` in NHWC / HWIO.
 
 Constant filters are transposed (and split per tap or group) here, at compile time. On `gpu`
@@ -108,41 +106,6 @@ def conv_nhwc(x: Any, w: Any, c: Conv) -> Any:
         dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=c.groups,
         precision=c.precision, preferred_element_type=c.preferred,
     )  # fmt: skip
-
-
-CHANNEL_QUANTUM = 4
-"""Input channels are padded up to a multiple of this where `padded_input_channels` pays."""
-
-
-def padded_input_channels(c: Conv) -> bool:
-    """Whether XLA:CPU's convolution runs faster with zero input channels added: with an odd
-    number of input channels below 16 and 17 to 32 output channels its kernel is 3-10x slower
-    than with the channels padded to a multiple of 4 (bench/conv_forms.py --channels, NHWC
-    112x112 3x3, ms: 3 -> 24 channels 2.88, padded 0.29; 5 -> 28 1.62 / 0.73; 7 -> 20 1.48 /
-    0.49; 9 -> 32 1.29 / 0.77; 3 -> 24 channels 7x7/2 at 224x224 15.6 / 1.0: an RGB stem). With
-    64 output channels or an even channel count padding only adds work."""
-    return (
-        c.groups == 1
-        and c.in_channels % 2 == 1
-        and c.in_channels < 16
-        and 16 < c.out_channels <= 32
-    )
-
-
-def conv_nhwc_padded(x: Any, w: Any, c: Conv) -> Any:
-    """`conv_nhwc` on input channels zero-padded to a multiple of CHANNEL_QUANTUM (filters
-    likewise): the same sums, a faster kernel (see `padded_input_channels`)."""
-    from jax import lax
-
-    extra = -c.in_channels % CHANNEL_QUANTUM
-    zero = np.zeros((), x.dtype)
-    x = lax.pad(x, zero, ((0, 0, 0), (0, 0, 0), (0, 0, 0), (0, extra, 0)))
-    if isinstance(w, np.ndarray):  # a constant filter (the closure form) is padded here
-        w = np.pad(w, ((0, 0), (0, 0), (0, extra), (0, 0)))
-    else:
-        w = lax.pad(w, np.zeros((), w.dtype), ((0, 0, 0), (0, 0, 0), (0, extra, 0), (0, 0, 0)))
-    wider = Conv(**{**c.__dict__, "in_channels": c.in_channels + extra})
-    return conv_nhwc(x, w, wider)
 
 
 def depthwise_taps(x: Any, w: Any, c: Conv) -> Any:
@@ -253,8 +216,6 @@ def choose(c: Conv, device: str) -> Form | None:
         return grouped_split
     if c.groups > 1:
         return grouped_split
-    if padded_input_channels(c):
-        return conv_nhwc_padded
     return conv_nhwc
 
 
@@ -392,7 +353,6 @@ __all__ = [
     "TpuConvStrategyPass",
     "choose",
     "conv_nhwc",
-    "conv_nhwc_padded",
     "grouped_block_diagonal",
     "depthwise_taps",
     "grouped_split",

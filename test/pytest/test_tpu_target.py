@@ -116,7 +116,7 @@ def dense_block(g: Graph) -> str:
 
 
 def stem_block(g: Graph) -> str:
-    """RGB stem (3 -> 24 channels, padded to 4 input channels), padded 3x3/2 max pool, a
+    """RGB stem (3 -> 24 channels), padded 3x3/2 max pool, a
     grouped 1x1 wider than BLOCK_DIAGONAL_CHANNELS (one dot per group), an average pool."""
     a = g.conv("x", 3, 24, 3, stride=2, pad=1)
     p = g.node("MaxPool", [a], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])

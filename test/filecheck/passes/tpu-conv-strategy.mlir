@@ -169,23 +169,3 @@ func.func @dense_gpu(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
   func.return %0 : tensor<1x2x4x4xf32>
 }
 
-// -----
-
-// An RGB stem with 24 outputs: XLA:CPU's kernel is several times slower for 3 input channels
-// than for 4, so a zero channel is added to the input and the filter (padded at compile time).
-
-// CHECK-LABEL: func.func @rgb_stem
-// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{.*}}> : tensor<3x3x4x24xf32>}
-// CHECK:         %[[T:.*]] = "tpu.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>}
-// CHECK:         %[[P:.*]] = "tpu.pad"(%[[T]], %{{.*}}) {padding_config = [array<i64: 0, 0, 0>, array<i64: 0, 0, 0>, array<i64: 0, 0, 0>, array<i64: 0, 1, 0>]} : (tensor<1x8x8x3xf32>, tensor<f32>) -> tensor<1x8x8x4xf32>
-// CHECK:         "tpu.conv_general_dilated"(%[[P]], %[[W]])
-// CHECK-SAME:      (tensor<1x8x8x4xf32>, tensor<3x3x4x24xf32>) -> tensor<1x4x4x24xf32>
-func.func @rgb_stem(%x: tensor<1x3x8x8xf32>) -> (tensor<1x24x4x4xf32>) {
-  %0 = "tpu.region"(%x) ({
-  ^bb0(%1: tensor<1x3x8x8xf32>):
-    %2 = tpu.constant {value = dense<2.500000e-01> : tensor<24x3x3x3xf32>} : tensor<24x3x3x3xf32>
-    %3 = "tpu.conv_general_dilated"(%1, %2) {window_strides = array<i64: 2, 2>, padding = [array<i64: 1, 1>, array<i64: 1, 1>], lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, dimension_numbers = {__class__ = "ConvDimensionNumbers", lhs_spec = array<i64: 0, 1, 2, 3>, rhs_spec = array<i64: 0, 1, 2, 3>, out_spec = array<i64: 0, 1, 2, 3>}, feature_group_count = 1 : i64, batch_group_count = 1 : i64, precision, preferred_element_type = f32, out_sharding} : (tensor<1x3x8x8xf32>, tensor<24x3x3x3xf32>) -> tensor<1x24x4x4xf32>
-    tpu.yield %3 : tensor<1x24x4x4xf32>
-  }) {device = "tpu"} : (tensor<1x3x8x8xf32>) -> tensor<1x24x4x4xf32>
-  func.return %0 : tensor<1x24x4x4xf32>
-}
