@@ -29,6 +29,7 @@ def target_device(device: str | None) -> str:
 def target_passes(device: str) -> list[ModulePass]:
     """The tpu-level passes that shape the program for XLA on `device` (cpu, gpu, tpu)."""
     from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
+    from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
     from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
@@ -37,6 +38,7 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuFoldConstantsPass(),
         TpuConvStrategyPass(device=device),
         TpuSinkTransposesPass(),
+        TpuFoldChannelShufflePass(),
         TpuWindowStrategyPass(device=device),
         TpuFoldConstantsPass(),
     ]
@@ -47,7 +49,8 @@ class CoreToTpuPipeline(ModulePass):
     """Partial inference with every shape made static, fusion, then placement on the TPU:
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
-    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-window-strategy{device},
+    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-fold-channel-shuffle,
+    tpu-window-strategy{device},
     tpu-fold-constants."""
 
     name = "core-to-tpu-pipeline"

@@ -90,14 +90,7 @@ def mobile_block(g: Graph) -> str:
 def shuffle_block(g: Graph) -> str:
     """ShuffleNet unit: grouped 1x1, channel shuffle, depthwise, grouped 1x1, concat with pool."""
     a = g.conv("x", 12, 12, 1, group=3)
-    shape1, shape2 = g.name(), g.name()
-    g.inits += [
-        numpy_helper.from_array(np.array([1, 3, 4, 8, 8], np.int64), shape1),
-        numpy_helper.from_array(np.array([1, 12, 8, 8], np.int64), shape2),
-    ]
-    s = g.node("Reshape", [a, shape1])
-    s = g.node("Transpose", [s], perm=[0, 2, 1, 3, 4])
-    s = g.node("Reshape", [s, shape2])
+    s = channel_shuffle(g, a, 3, 12, 8)
     d = g.conv(s, 12, 12, 3, group=12, stride=2, pad=1, act=None)
     e = g.conv(d, 12, 6, 1, group=3, act=None)
     p = g.node("AveragePool", ["x"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -115,13 +108,27 @@ def dense_block(g: Graph) -> str:
     return g.node("Gemm", [f, g.weight((5 * 2 * 2, 7)), g.weight((7,))])
 
 
+def channel_shuffle(g: Graph, x: str, groups: int, channels: int, size: int) -> str:
+    """ShuffleNet's shuffle: reshape to [N, groups, channels/groups, H, W], swap, reshape."""
+    split, merged = g.name(), g.name()
+    g.inits += [
+        numpy_helper.from_array(
+            np.array([1, groups, channels // groups, size, size], np.int64), split
+        ),
+        numpy_helper.from_array(np.array([1, channels, size, size], np.int64), merged),
+    ]
+    s = g.node("Reshape", [x, split])
+    s = g.node("Transpose", [s], perm=[0, 2, 1, 3, 4])
+    return g.node("Reshape", [s, merged])
+
+
 def stem_block(g: Graph) -> str:
-    """RGB stem (3 -> 24 channels), padded 3x3/2 max pool, a
-    grouped 1x1 wider than BLOCK_DIAGONAL_CHANNELS (one dot per group), an average pool."""
+    """RGB stem (3 -> 24 channels), padded 3x3/2 max pool, a grouped 1x1 wider than
+    BLOCK_DIAGONAL_CHANNELS (one dot per group) and its channel shuffle, an average pool."""
     a = g.conv("x", 3, 24, 3, stride=2, pad=1)
     p = g.node("MaxPool", [a], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     b = g.conv(p, 24, 192, 1)
-    c = g.conv(b, 192, 192, 1, group=4)
+    c = channel_shuffle(g, g.conv(b, 192, 192, 1, group=4), 4, 192, 4)
     d = g.node("AveragePool", [c], kernel_shape=[2, 2], strides=[2, 2])
     return g.node("Flatten", [d])
 
@@ -135,7 +142,7 @@ CASES = {
 
 
 # shuffle: its pool branch reads the NCHW input itself, so the concat stays NCHW.
-LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 3, "dense": 2, "stem": 2}
+LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 2, "dense": 2, "stem": 2}
 
 
 def lowered(case: str):
@@ -161,9 +168,8 @@ def test_cpu_target_keeps_numerics(case):
     (after,) = compile_module(module, "cpu")(x)
     assert np.abs(before).max() > 0.1
     np.testing.assert_allclose(after, before, rtol=1e-4, atol=1e-4 * np.abs(before).max())
-    # No grouped or NCHW convolution is left; of the layout transposes only the input's, the
-    # channel shuffle's and the one before a flatten in NCHW order remain (a grouped 1x1's
-    # batched product moves its group axis with rank-3 transposes, not counted).
+    # No grouped or NCHW convolution is left; of the layout transposes only the input's and
+    # the one before a flatten in NCHW order remain (channel shuffles are folded away).
     for conv in ops_named(module, "conv_general_dilated"):
         params = conv.params()
         assert params["feature_group_count"] == 1
@@ -276,3 +282,27 @@ def test_window_slices_equal_reduce_window(case):
     np.testing.assert_allclose(
         np.asarray(window_slices(x, kind, params)), np.asarray(expected), rtol=1e-6
     )
+
+
+@pytest.mark.parametrize("case", ["shuffle", "stem"])
+def test_fold_channel_shuffle_numerics(case):
+    """tpu-fold-channel-shuffle on the IR right before it (after tpu-sink-transposes): the
+    shuffle's transpose is gone (folded into a block-diagonal dot in `shuffle`, into an
+    interleaving concatenation of per-group dots in `stem`) and the outputs do not move."""
+    from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
+
+    module, x = lowered(case)
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        if isinstance(stage, TpuFoldChannelShufflePass):
+            break
+        stage.apply(ctx, module)
+    rank5 = [op for op in ops_named(module, "transpose") if len(op.params()["permutation"]) == 5]
+    assert len(rank5) == 1
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    TpuFoldChannelShufflePass().apply(ctx, module)
+    module.verify()
+    assert not [op for op in ops_named(module, "transpose") if len(op.params()["permutation"]) == 5]
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.1
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
