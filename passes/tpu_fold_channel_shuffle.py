@@ -114,15 +114,16 @@ def _absorbs(op: Operation, channels: int) -> bool:
     return False
 
 
-def _permute_head(op: Operation, order: np.ndarray, parts: tuple[int, int]) -> None:
-    """Make `op` (which `_absorbs`) produce its channels in `order`."""
+def _permute_head(op: Operation, order: np.ndarray, parts: tuple[int, int]) -> SSAValue:
+    """Make `op` (which `_absorbs`) produce its channels in `order`; returns the value that
+    now carries them (`op`'s result, or what replaced it)."""
     if isinstance(op, P["dot_general"]):
         (_, (contracted,)), _ = op.params()["dimension_numbers"]
         weights = np.take(constant_value(op.operands[1]), order, axis=1 - contracted)
         new = constant(weights, op.location)
         Rewriter.insert_op(new, InsertPoint.before(op))
         op.operands[1] = new.results[0]
-        return
+        return op.results[0]
     groups, size = parts
     location, out = op.location, op.results[0]
     columns = []
@@ -154,6 +155,7 @@ def _permute_head(op: Operation, order: np.ndarray, parts: tuple[int, int]) -> N
     )
     Rewriter.insert_op([stacked, merged], InsertPoint.before(op))
     out.replace_all_uses_with(merged.results[0])
+    return merged.results[0]
 
 
 def fold_shuffle(op: Operation) -> bool:
@@ -179,8 +181,8 @@ def fold_shuffle(op: Operation) -> bool:
                 new = constant(np.take(array, order, axis=-1), link.location)
                 Rewriter.insert_op(new, InsertPoint.before(link))
                 link.operands[index] = new.results[0]
-    _permute_head(head, order, parts)
-    op.results[0].replace_all_uses_with(source)
+    permuted = _permute_head(head, order, parts)
+    op.results[0].replace_all_uses_with(source if chain else permuted)
     return True
 
 

@@ -97,6 +97,20 @@ def shuffle_block(g: Graph) -> str:
     return g.node("Relu", [g.node("Concat", [p, e], axis=1)])
 
 
+def shuffle_v2_block(g: Graph) -> str:
+    """A stem convolution, then a ShuffleNetV2 downsampling-style unit: two branches (a 1x1,
+    and a 1x1 / depthwise / 1x1), concatenated, the channel shuffle straight after the
+    concatenation."""
+    stem = g.conv("x", 3, 16, 3, pad=1)
+    left = g.conv(stem, 16, 8, 1)
+    b = g.conv(stem, 16, 8, 1)
+    b = g.conv(b, 8, 8, 3, group=8, pad=1, act=None)
+    b = g.conv(b, 8, 8, 1)
+    joined = g.node("Concat", [left, b], axis=1)
+    s = channel_shuffle(g, joined, 2, 16, 6)
+    return g.node("Flatten", [g.node("GlobalAveragePool", [s])])
+
+
 def dense_block(g: Graph) -> str:
     """VGG/DenseNet-like: 3x3 conv with bias, max pool, concat, strided 1x1, flatten, Gemm."""
     a = g.conv("x", 3, 6, 3, pad=1, bn=False)
@@ -137,12 +151,13 @@ CASES = {
     "stem": (stem_block, [1, 3, 16, 16]),
     "mobile": (mobile_block, [1, 8, 8, 8]),
     "shuffle": (shuffle_block, [1, 12, 8, 8]),
+    "shuffle_v2": (shuffle_v2_block, [1, 3, 6, 6]),
     "dense": (dense_block, [1, 3, 8, 8]),
 }
 
 
 # shuffle: its pool branch reads the NCHW input itself, so the concat stays NCHW.
-LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 2, "dense": 2, "stem": 2}
+LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 2, "dense": 2, "stem": 2, "shuffle_v2": 1}
 
 
 def lowered(case: str):
@@ -284,11 +299,12 @@ def test_window_slices_equal_reduce_window(case):
     )
 
 
-@pytest.mark.parametrize("case", ["shuffle", "stem"])
+@pytest.mark.parametrize("case", ["shuffle", "stem", "shuffle_v2"])
 def test_fold_channel_shuffle_numerics(case):
     """tpu-fold-channel-shuffle on the IR right before it (after tpu-sink-transposes): the
     shuffle's transpose is gone (folded into a block-diagonal dot in `shuffle`, into an
-    interleaving concatenation of per-group dots in `stem`) and the outputs do not move."""
+    interleaving concatenation of per-group dots in `stem`, of the two halves straight after
+    their concatenation in `shuffle_v2`) and the outputs do not move."""
     from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
 
     module, x = lowered(case)

@@ -94,3 +94,25 @@ func.func @other_parts(%p: tensor<1x1x1x1xf32>) -> (tensor<1x1x1x4xf32>) {
   }) {device = "tpu"} : (tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   func.return %0 : tensor<1x1x1x4xf32>
 }
+
+// -----
+
+// The shuffle straight after the concatenation (ShuffleNetV2): its users read the interleaved
+// concatenation.
+
+// CHECK-LABEL: func.func @concat_then_shuffle
+// CHECK:         %[[S:.*]] = "tpu.concatenate"(%{{.*}}, %{{.*}}) {dimension = 4 : i64}
+// CHECK:         %[[M:.*]] = "tpu.reshape"(%[[S]]) {new_sizes = array<i64: 1, 2, 2, 4>
+// CHECK-NOT:     tpu.transpose
+// CHECK:         tpu.yield %[[M]]
+func.func @concat_then_shuffle(%p0: tensor<1x2x2x2xf32>, %p1: tensor<1x2x2x2xf32>) -> (tensor<1x2x2x4xf32>) {
+  %0 = "tpu.region"(%p0, %p1) ({
+  ^bb0(%1: tensor<1x2x2x2xf32>, %2: tensor<1x2x2x2xf32>):
+    %c = "tpu.concatenate"(%1, %2) {dimension = 3 : i64} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+    %s1 = "tpu.reshape"(%c) {new_sizes = array<i64: 1, 2, 2, 2, 2>, dimensions, sharding} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x2x2xf32>
+    %t = "tpu.transpose"(%s1) {permutation = array<i64: 0, 1, 2, 4, 3>} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+    %s2 = "tpu.reshape"(%t) {new_sizes = array<i64: 1, 2, 2, 4>, dimensions, sharding} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+    tpu.yield %s2 : tensor<1x2x2x4xf32>
+  }) {device = "tpu"} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  func.return %0 : tensor<1x2x2x4xf32>
+}
