@@ -1,13 +1,13 @@
 """Post-training int8 quantization: mlconv (static, dynamic, weight-only) beside TFLite's own
 full-integer converter on the same Keras model, calibration set and evaluation set.
 
-    python bench/quantization.py --model mobilenetv2 --size 64 --calibration 100 --eval 500
+    python bench/quantization.py --model mobilenetv2 --calibration 100 --eval 500
 
 Each quantized model is compared with the Keras float model on the evaluation images: top-1
 agreement and relative error (per image max |q - f| / max |f|; mean and max over images). The
-models and images are test/pytest/quant_models.py's (untrained, made realistic there: smooth
-filters, small residual branches, BatchNorm statistics and a prototype head from structured
-images of 32 classes; fixed seeds).
+models and images are test/pytest/quant_models.py's: keras.applications models trained there
+(fixed seeds, its RECIPES; --size and --steps override them) on structured images of 32
+classes, their weights cached as the tests cache them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import quant_models  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mobilenetv2", choices=sorted(quant_models.APPS))
-    parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--size", type=int, help="input size (default: the model's recipe)")
+    parser.add_argument("--steps", type=int, help="training steps (default: the recipe's)")
     parser.add_argument("--calibration", type=int, default=100)
     parser.add_argument("--eval", type=int, default=500)
     parser.add_argument("--batch", type=int, default=50)
@@ -38,7 +39,9 @@ def main() -> int:
     import mlconv
     from mlconv.tools.mlconv_convert import convert
 
-    model = quant_models.build(args.model, args.size)
+    overrides = {k: v for k, v in (("size", args.size), ("steps", args.steps)) if v}
+    model = quant_models.build(args.model, **overrides)
+    args.size = {**quant_models.RECIPES[args.model], **overrides}["size"]
     calibration, _ = quant_models.labelled_images(1, args.calibration, args.size)
     data, labels = quant_models.labelled_images(2, args.eval, args.size)
     reference = model.predict(data, batch_size=args.batch, verbose=0)
