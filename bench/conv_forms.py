@@ -149,7 +149,7 @@ def forms_table(args: argparse.Namespace) -> None:
             if form != "nchw":
                 check_close(fn(a, b), reference, f"{name} {form}")
         ms = median_times(forms, args.runs)
-        chosen = choose(c, args.device)
+        chosen = choose(c, args.device, (1, cin, size, size))
         for form in forms:
             ratio = ms[form] / ms["nchw"]
             mark = (

@@ -147,8 +147,19 @@ def stem_block(g: Graph) -> str:
     return g.node("Flatten", [d])
 
 
+def small_map_block(g: Graph) -> str:
+    """ResNet's last stage at a small input: 3x3 convolutions of a 2x2 map (the kernel larger
+    than the map: one dot of the patches), a strided one to 1x1, a residual add."""
+    a = g.conv("x", 8, 16, 3, pad=1)
+    b = g.conv(a, 16, 16, 3, pad=1, act=None)
+    r = g.node("Relu", [g.node("Add", [a, b])])
+    c = g.conv(r, 16, 8, 3, stride=2, pad=1)
+    return g.node("Flatten", [c])
+
+
 CASES = {
     "stem": (stem_block, [1, 3, 16, 16]),
+    "small_map": (small_map_block, [1, 8, 2, 2]),
     "mobile": (mobile_block, [1, 8, 8, 8]),
     "shuffle": (shuffle_block, [1, 12, 8, 8]),
     "shuffle_v2": (shuffle_v2_block, [1, 3, 6, 6]),
@@ -157,7 +168,14 @@ CASES = {
 
 
 # shuffle: its pool branch reads the NCHW input itself, so the concat stays NCHW.
-LEFT_TRANSPOSES = {"mobile": 1, "shuffle": 2, "dense": 2, "stem": 2, "shuffle_v2": 1}
+LEFT_TRANSPOSES = {
+    "mobile": 1,
+    "shuffle": 2,
+    "dense": 2,
+    "stem": 2,
+    "shuffle_v2": 1,
+    "small_map": 1,
+}
 
 
 def lowered(case: str):
@@ -195,6 +213,15 @@ def test_cpu_target_keeps_numerics(case):
         if len(op.params()["permutation"]) > 3
     }
     assert len(distinct) <= LEFT_TRANSPOSES[case]
+
+
+def test_small_map_convolutions_become_patch_dots():
+    module, _ = lowered("small_map")
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        stage.apply(ctx, module)
+    assert ops_named(module, "conv_general_dilated") == []
+    assert len(ops_named(module, "dot_general")) == 3
 
 
 def test_depthwise_becomes_multiply_adds():

@@ -169,3 +169,26 @@ func.func @dense_gpu(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
   func.return %0 : tensor<1x2x4x4xf32>
 }
 
+
+// -----
+
+// A 3x3 convolution of a 2x2 map (the kernel larger than the map): one dot of the patches,
+// nine strided slices of the padded input concatenated along the channels, with the filter as
+// a constant [taps * in, out] matrix.
+
+// CHECK-LABEL: func.func @small_map
+// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{.*}}> : tensor<18x2xf32>}
+// CHECK:         %[[P:.*]] = "tpu.pad"
+// CHECK-COUNT-9: "tpu.slice"(%[[P]])
+// CHECK:         %[[C:.*]] = "tpu.concatenate"({{.*}}) {dimension = 3 : i64} : {{.*}} -> tensor<1x2x2x18xf32>
+// CHECK:         "tpu.dot_general"(%[[C]], %[[W]])
+// CHECK-NOT:     tpu.conv_general_dilated
+func.func @small_map(%x: tensor<1x2x2x2xf32>) -> (tensor<1x2x2x2xf32>) {
+  %0 = "tpu.region"(%x) ({
+  ^bb0(%1: tensor<1x2x2x2xf32>):
+    %2 = tpu.constant {value = dense<[[[[-8.000000e-01, -5.000000e-01, 6.000000e-01], [2.000000e-01, -8.000000e-01, -1.000000e-01], [-0.000000e+00, -7.000000e-01, 5.000000e-01]], [[-8.000000e-01, -2.000000e-01, 0.000000e+00], [-1.000000e-01, 2.000000e-01, 5.000000e-01], [9.000000e-01, -4.000000e-01, 3.000000e-01]]], [[[4.000000e-01, -4.000000e-01, -1.000000e+00], [9.000000e-01, -4.000000e-01, -4.000000e-01], [8.000000e-01, 2.000000e-01, -1.000000e-01]], [[5.000000e-01, -9.000000e-01, 4.000000e-01], [-3.000000e-01, -8.000000e-01, 3.000000e-01], [9.000000e-01, -6.000000e-01, 3.000000e-01]]]]> : tensor<2x2x3x3xf32>} : tensor<2x2x3x3xf32>
+    %3 = "tpu.conv_general_dilated"(%1, %2) {window_strides = array<i64: 1, 1>, padding = [array<i64: 1, 1>, array<i64: 1, 1>], lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, dimension_numbers = {__class__ = "ConvDimensionNumbers", lhs_spec = array<i64: 0, 1, 2, 3>, rhs_spec = array<i64: 0, 1, 2, 3>, out_spec = array<i64: 0, 1, 2, 3>}, feature_group_count = 1 : i64, batch_group_count = 1 : i64, precision, preferred_element_type = f32, out_sharding} : (tensor<1x2x2x2xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x2x2xf32>
+    tpu.yield %3 : tensor<1x2x2x2xf32>
+  }) {device = "tpu"} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  func.return %0 : tensor<1x2x2x2xf32>
+}
