@@ -19,35 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 import numpy as np
 import onnx
 
-
-def _latency_module():
-    """bench/latency.py, loaded by path (bench/ on sys.path would let bench/openvino.py shadow
-    the openvino package)."""
-    import importlib.util
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
-        sys.path.pop(0)
-    spec = importlib.util.spec_from_file_location("bench_latency", os.path.join(here, "latency.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_latency = _latency_module()
-LIGHT, input_arrays, light_path, randomize = (
-    _latency.LIGHT,
-    _latency.input_arrays,
-    _latency.light_path,
-    _latency.randomize,
-)
+# Run as a script, bench/ is sys.path[0]; latency.py drops it from there when imported.
+from latency import LIGHT, input_arrays, light_path, randomize
 
 
 def cold() -> None:
