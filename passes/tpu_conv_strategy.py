@@ -27,7 +27,7 @@ leaves convolutions as they are there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +109,34 @@ def conv_nhwc(x: Any, w: Any, c: Conv) -> Any:
     )  # fmt: skip
 
 
+def strided_taps(
+    x: Any, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int]
+) -> Iterator[Any]:
+    """One strided slice of `x` (already padded) per window position, in row-major order of
+    the window: the inputs a window op (a convolution tap, a pooling element) reads at each
+    output element. Lazily, so each slice is traced next to the op that consumes it."""
+    from jax import lax
+
+    out = [
+        (size - d * (k - 1) - 1) // s + 1
+        for size, k, s, d in zip(x.shape, window, strides, dilation, strict=True)
+    ]
+    for tap in np.ndindex(*window):
+        start = [t * d for t, d in zip(tap, dilation, strict=True)]
+        limit = [b + (n - 1) * s + 1 for b, n, s in zip(start, out, strides, strict=True)]
+        yield lax.slice(x, start, limit, strides)
+
+
+def conv_taps(x: Any, c: Conv) -> Iterator[Any]:
+    """The NHWC input zero-padded as `c` pads it, one strided slice per kernel tap (i, j)."""
+    from jax import lax
+
+    (pt, pb), (pl, pr) = c.padding
+    xp = lax.pad(x, np.zeros((), x.dtype), ((0, 0, 0), (pt, pb, 0), (pl, pr, 0), (0, 0, 0)))
+    (sh, sw), (dh, dw) = c.strides, c.rhs_dilation
+    return strided_taps(xp, (1, *c.kernel, 1), (1, sh, sw, 1), (1, dh, dw, 1))
+
+
 def kernel_exceeds_input(c: Conv, x_shape: tuple[int, ...]) -> bool:
     """Whether the (dilated) kernel is larger than the NHWC input's map, as in a 3x3
     convolution of a 2x2 map (ResNet's last stage at 64x64): XLA:CPU's convolution kernel runs
@@ -124,23 +152,9 @@ def patches_dot(x: Any, w: Any, c: Conv) -> Any:
     [taps * in, out] matrix."""
     from jax import lax
 
-    n, h, wd, ch = x.shape
-    (pt, pb), (pl, pr) = c.padding
-    xp = lax.pad(x, np.zeros((), x.dtype), ((0, 0, 0), (pt, pb, 0), (pl, pr, 0), (0, 0, 0)))
-    (sh, sw), (dh, dw) = c.strides, c.rhs_dilation
+    taps = list(conv_taps(x, c))
     kh, kw = c.kernel
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    taps = [
-        lax.slice(
-            xp,
-            (0, i * dh, j * dw, 0),
-            (n, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1, ch),
-            (1, sh, sw, 1),
-        )
-        for i in range(kh)
-        for j in range(kw)
-    ]
+    ch = x.shape[3]
     rows = (kh * kw * ch, c.out_channels)  # HWIO flattened: rows in tap order, as the patches
     matrix = w.reshape(rows) if isinstance(w, np.ndarray) else lax.reshape(w, rows)
     return lax.dot_general(
@@ -154,22 +168,10 @@ def patches_dot(x: Any, w: Any, c: Conv) -> Any:
 
 def depthwise_taps(x: Any, w: Any, c: Conv) -> Any:
     """sum over taps (i, j) of slice(pad(x), i, j) * w[i, j, 0, :]."""
-    from jax import lax
-
-    n, h, wd, ch = x.shape
-    (pt, pb), (pl, pr) = c.padding
-    xp = lax.pad(x, np.zeros((), x.dtype), ((0, 0, 0), (pt, pb, 0), (pl, pr, 0), (0, 0, 0)))
-    (sh, sw), (dh, dw) = c.strides, c.rhs_dilation
-    kh, kw = c.kernel
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
     total = None
-    for i in range(kh):
-        for j in range(kw):
-            start = (0, i * dh, j * dw, 0)
-            limit = (n, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1, ch)
-            term = lax.slice(xp, start, limit, (1, sh, sw, 1)) * w[i, j, 0, :]
-            total = term if total is None else total + term
+    for tap, (i, j) in zip(conv_taps(x, c), np.ndindex(*c.kernel), strict=True):
+        term = tap * w[i, j, 0, :]
+        total = term if total is None else total + term
     return total.astype(c.preferred) if c.preferred is not None else total
 
 

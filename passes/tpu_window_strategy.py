@@ -26,7 +26,6 @@ becomes four `tpu.slice`s of %x with strides [1, 2, 2, 1] joined by three `tpu.m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,7 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.errors import OptionError
 from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
-from mlconv.passes.tpu_conv_strategy import DEVICES
+from mlconv.passes.tpu_conv_strategy import DEVICES, strided_taps
 
 MAX_TAPS = 64
 """Windows with more taps (a global pool over a large map) stay reduce_window: one slice per
@@ -69,15 +68,8 @@ def window_slices(x: Any, kind: str, params: dict[str, Any]) -> Any:
     if any(p != (0, 0) for p in padding):
         fill = jnp.asarray(_identity(kind, np.dtype(x.dtype)))
         x = lax.pad(x, fill, [(lo, hi, 0) for lo, hi in padding])
-    out_shape = [
-        (size - d * (w - 1) - 1) // s + 1
-        for size, w, s, d in zip(x.shape, window, strides, dilation, strict=True)
-    ]
     total = None
-    for tap in product(*[range(w) for w in window]):
-        start = [t * d for t, d in zip(tap, dilation, strict=True)]
-        limit = [b + (n - 1) * s + 1 for b, n, s in zip(start, out_shape, strides, strict=True)]
-        part = lax.slice(x, start, limit, strides)
+    for part in strided_taps(x, window, strides, dilation):
         total = part if total is None else combine(total, part)
     return total
 
