@@ -47,6 +47,12 @@ NCHW = ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
+def check_device(pass_name: str, device: str) -> None:
+    """The `device` option of a target pass: one of DEVICES, else a one-line OptionError."""
+    if device not in DEVICES:
+        raise OptionError(f"{pass_name}: unknown device '{device}' (expected cpu, gpu or tpu)")
+
+
 @dataclass(frozen=True)
 class Conv:
     """A 2-D NCHW convolution's parameters."""
@@ -386,10 +392,7 @@ class TpuConvStrategyPass(ModulePass):
     device: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.device not in DEVICES:
-            raise OptionError(
-                f"tpu-conv-strategy: unknown device '{self.device}' (expected cpu, gpu or tpu)"
-            )
+        check_device(self.name, self.device)
         traces: dict = {}
         for conv in convolutions(op):
             c = read_conv(conv)

@@ -36,9 +36,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
-from mlconv.errors import OptionError
 from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
-from mlconv.passes.tpu_conv_strategy import DEVICES, strided_taps
+from mlconv.passes.tpu_conv_strategy import check_device, strided_taps
 
 MAX_TAPS = 64
 """Windows with more taps (a global pool over a large map) stay reduce_window: one slice per
@@ -111,10 +110,7 @@ class TpuWindowStrategyPass(ModulePass):
     device: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.device not in DEVICES:
-            raise OptionError(
-                f"tpu-window-strategy: unknown device '{self.device}' (expected cpu, gpu or tpu)"
-            )
+        check_device(self.name, self.device)
         if self.device != "cpu":
             return
         classes = tuple(tpu.PRIMITIVE_OPS[name] for name in WINDOW_PRIMITIVES)
