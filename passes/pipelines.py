@@ -50,8 +50,7 @@ class CoreToTpuPipeline(ModulePass):
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
     tpu-conv-strategy{device}, tpu-sink-transposes, tpu-fold-channel-shuffle,
-    tpu-window-strategy{device},
-    tpu-fold-constants."""
+    tpu-window-strategy{device}, tpu-fold-constants."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""
