@@ -190,20 +190,27 @@ def _run_float(
     probe: bool,
     sample: bool = False,
 ):
-    """The float model's outputs on each call and, with `probe`, the [min, max] the data
-    input of each quantizable op took (with `sample`, also a seeded sample of its values)."""
+    """The float model's outputs on each call and, with `probe`, the per-channel minima and
+    maxima the data input of each quantizable op took (channel: the axis its weights
+    contract; with `sample`, also a seeded sample of its values)."""
     from mlconv.backends.jax_backend import compile_module
+    from mlconv.passes.core_smooth_activations import data_channel_axis
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
 
+    axes = []
     if probe:
+        axes = [
+            data_channel_axis(op, len(op.operands[0].type.get_shape()))
+            for op in quantizable_ops(module)
+        ]
         copy, count = _probe_module(module)
     else:
         copy, count = module.clone(), 0
     run_passes([CoreToTpuPass(), *target_passes(device)], copy)
     compiled = compile_module(copy, device)
-    low = np.full(count, np.inf)
-    high = np.full(count, -np.inf)
+    low: list[np.ndarray | None] = [None] * count
+    high: list[np.ndarray | None] = [None] * count
     samples: list[list[np.ndarray]] = [[] for _ in range(count)]
     rng = np.random.default_rng(0)
     results = []
@@ -212,8 +219,10 @@ def _run_float(
         results.append([np.asarray(o) for o in outputs[: len(outputs) - count]])
         for index, value in enumerate(outputs[len(outputs) - count :]):
             value = np.asarray(value)
-            low[index] = min(low[index], float(np.min(value)))
-            high[index] = max(high[index], float(np.max(value)))
+            others = tuple(a for a in range(value.ndim) if a != axes[index])
+            least, most = value.min(axis=others), value.max(axis=others)
+            low[index] = least if low[index] is None else np.minimum(low[index], least)
+            high[index] = most if high[index] is None else np.maximum(high[index], most)
             if sample:
                 flat = value.reshape(-1)
                 samples[index].append(flat[rng.integers(0, flat.size, min(SAMPLE, flat.size))])
@@ -227,11 +236,15 @@ def calibrate(
     calls: Sequence[Sequence[np.ndarray]],
     device: str = "cpu",
     method: str = "minmax",
+    channel_ranges: bool = False,
 ) -> list[list[np.ndarray]]:
     """Run the float model over `calls` and annotate each quantizable op of `module` with the
-    range (`mlconv.input_range`) `method` chooses for its data input from what it took.
-    Returns the float model's outputs."""
+    range (`mlconv.input_range`) `method` chooses for its data input from what it took, and
+    with `channel_ranges` also its per-channel minima and maxima (`mlconv.channel_ranges`, what
+    core-smooth-activations reads). Returns the float model's outputs."""
+    from mlconv.dense import to_dense_attr
     from mlconv.passes.core_quantize import RANGE_ATTR
+    from mlconv.passes.core_smooth_activations import CHANNEL_RANGES_ATTR
 
     if method not in CALIBRATION_METHODS:
         raise OptionError(
@@ -240,16 +253,25 @@ def calibrate(
     ops = quantizable_ops(module)
     mse = method == "mse"
     outputs, low, high, *rest = _run_float(module, calls, device, probe=bool(ops), sample=mse)
-    for index, (op, lo, hi) in enumerate(zip(ops, low, high, strict=True)):
+    for index, (op, least, most) in enumerate(zip(ops, low, high, strict=True)):
+        lo, hi = float(least.min()), float(most.max())
         if mse:
-            lo, hi = mse_range(rest[0][index], float(lo), float(hi))
-        op.attributes[RANGE_ATTR] = DenseArrayBase.from_list(f32, [float(lo), float(hi)])
+            lo, hi = mse_range(rest[0][index], lo, hi)
+        op.attributes[RANGE_ATTR] = DenseArrayBase.from_list(f32, [lo, hi])
+        if channel_ranges:
+            op.attributes[CHANNEL_RANGES_ATTR] = to_dense_attr(
+                np.stack([least, most]).astype(np.float32)
+            )
     return outputs
 
 
 # --------------------------------------------------------------------------- the converter's step
 
 MODES = {"STATIC_RANGE": "static", "DYNAMIC_RANGE": "dynamic", "WEIGHT_ONLY": "weight-only"}
+# core-smooth-activations' alpha in the converter. Measured on the trained Keras models of
+# test_quantization (static range, mean relative error of the logits): ResNet50 5.1% without
+# smoothing, 3.1% at 0.35, 2.7% at 0.5 and at 0.65; MobileNetV2 1.8% -> 1.7% at 0.5.
+SMOOTHING_ALPHA = 0.5
 
 
 @dataclass
@@ -260,6 +282,7 @@ class QuantizationReport:
     products: dict[str, int]
     calibration_samples: int = 0
     accuracy: list[dict] = field(default_factory=list)
+    smoothed: int = 0
 
     def format(self) -> str:
         lines = ["-------- Quantization Report --------", f"Method: {self.method}"]
@@ -270,6 +293,8 @@ class QuantizationReport:
         )
         if self.calibration_samples:
             lines.append(f"Calibrated on {self.calibration_samples} samples")
+        if self.smoothed:
+            lines.append(f"Activation smoothing: {self.smoothed} ops (alpha {SMOOTHING_ALPHA})")
         if self.accuracy:
             lines.append("Accuracy against float on the calibration set:")
         for row in self.accuracy:
@@ -290,6 +315,7 @@ class QuantizationReport:
             "method": self.method,
             "products": self.products,
             "calibration_samples": self.calibration_samples,
+            "smoothed": self.smoothed,
             "accuracy": self.accuracy,
         }
 
@@ -354,11 +380,14 @@ def quantize_for_tpu(
     module: ModuleOp, quantization, device: str = "cpu", calibration_method: str = "minmax"
 ) -> QuantizationReport:
     """The converter's quantization step on a core module with static shapes: fold and fuse,
-    calibrate (static range), core-quantize, core-to-tpu, tpu-quantize; then, when a dataset
-    is given, the quantized model against float on it (compiled for `device`)."""
+    calibrate (static range, and dynamic range given a dataset), core-smooth-activations (unless
+    `disable_activation_smoothing`; static and dynamic range given a dataset), core-quantize,
+    core-to-tpu, tpu-quantize; then, when a dataset is given, the quantized model against
+    float on it (compiled for `device`)."""
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_fuse import CoreFusePass
     from mlconv.passes.core_quantize import quantize_module
+    from mlconv.passes.core_smooth_activations import smooth_module
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
     from mlconv.passes.tpu_quantize import quantize_tpu_module
@@ -379,15 +408,18 @@ def quantize_for_tpu(
         if quantization.num_calibration_samples:
             calls = calls[: quantization.num_calibration_samples]
     reference = None
-    if mode == "static":
-        reference = calibrate(module, calls, device, calibration_method)
+    smooth = bool(calls) and mode != "weight-only" and not quantization.disable_activation_smoothing
+    if mode == "static" or smooth:
+        reference = calibrate(module, calls, device, calibration_method, channel_ranges=smooth)
     elif calls:
         reference, _, _ = _run_float(module, calls, device, probe=False)
+    smoothed = smooth_module(module, SMOOTHING_ALPHA) if smooth else 0
     quantize_module(module, mode)
     run_passes([CoreToTpuPass()], module)
     products = quantize_tpu_module(module)
     rows = sum(int(c[0].shape[0]) if c and c[0].ndim else 1 for c in calls)
-    report = QuantizationReport(method, products, rows if mode == "static" else 0)
+    report = QuantizationReport(method, products, rows if smooth or mode == "static" else 0)
+    report.smoothed = smoothed
     if reference is not None:
         from mlconv.backends.jax_backend import compile_module
 

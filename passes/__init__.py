@@ -39,6 +39,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "core-to-tpu": _ours("core_to_tpu", "CoreToTpuPass"),
     "core-fuse": _ours("core_fuse", "CoreFusePass"),
     "core-quantize": _ours("core_quantize", "CoreQuantizePass"),
+    "core-smooth-activations": _ours("core_smooth_activations", "CoreSmoothActivationsPass"),
     "core-op-versions": _ours("core_op_versions", "CoreOpVersionsPass"),
     "tpu-bf16": _ours("tpu_bf16", "TpuBf16Pass"),
     # tpu
