@@ -194,7 +194,7 @@ def _run_float(
     maxima the data input of each quantizable op took (channel: the axis its weights
     contract; with `sample`, also a seeded sample of its values)."""
     from mlconv.backends.jax_backend import compile_module
-    from mlconv.passes.core_smooth_activations import data_channel_axis
+    from mlconv.passes.core_quantize import data_channel_axis
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
 
@@ -211,6 +211,8 @@ def _run_float(
     compiled = compile_module(copy, device)
     low: list[np.ndarray | None] = [None] * count
     high: list[np.ndarray | None] = [None] * count
+    sums: list[np.ndarray | float] = [0.0] * count
+    seen = [0] * count
     samples: list[list[np.ndarray]] = [[] for _ in range(count)]
     rng = np.random.default_rng(0)
     results = []
@@ -223,12 +225,21 @@ def _run_float(
             least, most = value.min(axis=others), value.max(axis=others)
             low[index] = least if low[index] is None else np.minimum(low[index], least)
             high[index] = most if high[index] is None else np.maximum(high[index], most)
+            sums[index] = sums[index] + value.sum(axis=others, dtype=np.float64)
+            seen[index] += value.size // max(least.size, 1)
             if sample:
                 flat = value.reshape(-1)
                 samples[index].append(flat[rng.integers(0, flat.size, min(SAMPLE, flat.size))])
+    means = [np.asarray(total) / max(n, 1) for total, n in zip(sums, seen, strict=True)]
     if sample:
-        return results, low, high, [np.concatenate(s) if s else np.zeros(0) for s in samples]
-    return results, low, high
+        return (
+            results,
+            low,
+            high,
+            means,
+            [np.concatenate(s) if s else np.zeros(0) for s in samples],
+        )
+    return results, low, high, means
 
 
 def calibrate(
@@ -237,13 +248,16 @@ def calibrate(
     device: str = "cpu",
     method: str = "minmax",
     channel_ranges: bool = False,
+    channel_means: bool = False,
 ) -> list[list[np.ndarray]]:
     """Run the float model over `calls` and annotate each quantizable op of `module` with the
     range (`mlconv.input_range`) `method` chooses for its data input from what it took, and
     with `channel_ranges` also its per-channel minima and maxima (`mlconv.channel_ranges`, what
-    core-smooth-activations reads). Returns the float model's outputs."""
+    core-smooth-activations reads), with `channel_means` its per-channel means
+    (`mlconv.channel_means`, what core-quantize corrects the weights' bias with). Returns the
+    float model's outputs."""
     from mlconv.dense import to_dense_attr
-    from mlconv.passes.core_quantize import RANGE_ATTR
+    from mlconv.passes.core_quantize import CHANNEL_MEANS_ATTR, RANGE_ATTR
     from mlconv.passes.core_smooth_activations import CHANNEL_RANGES_ATTR
 
     if method not in CALIBRATION_METHODS:
@@ -252,7 +266,9 @@ def calibrate(
         )
     ops = quantizable_ops(module)
     mse = method == "mse"
-    outputs, low, high, *rest = _run_float(module, calls, device, probe=bool(ops), sample=mse)
+    outputs, low, high, means, *rest = _run_float(
+        module, calls, device, probe=bool(ops), sample=mse
+    )
     for index, (op, least, most) in enumerate(zip(ops, low, high, strict=True)):
         lo, hi = float(least.min()), float(most.max())
         if mse:
@@ -262,6 +278,8 @@ def calibrate(
             op.attributes[CHANNEL_RANGES_ATTR] = to_dense_attr(
                 np.stack([least, most]).astype(np.float32)
             )
+        if channel_means:
+            op.attributes[CHANNEL_MEANS_ATTR] = to_dense_attr(means[index].astype(np.float32))
     return outputs
 
 
@@ -409,10 +427,13 @@ def quantize_for_tpu(
             calls = calls[: quantization.num_calibration_samples]
     reference = None
     smooth = bool(calls) and mode != "weight-only" and not quantization.disable_activation_smoothing
-    if mode == "static" or smooth:
-        reference = calibrate(module, calls, device, calibration_method, channel_ranges=smooth)
+    correct = bool(calls) and not quantization.disable_bias_correction
+    if mode == "static" or smooth or correct:
+        reference = calibrate(
+            module, calls, device, calibration_method, channel_ranges=smooth, channel_means=correct
+        )
     elif calls:
-        reference, _, _ = _run_float(module, calls, device, probe=False)
+        reference, *_ = _run_float(module, calls, device, probe=False)
     smoothed = smooth_module(module, SMOOTHING_ALPHA) if smooth else 0
     quantize_module(module, mode)
     run_passes([CoreToTpuPass()], module)

@@ -12,6 +12,11 @@ the weights and (static, dynamic) the data input of every `core.Convolution`,
 - `mode=dynamic`: the data input over its own range at run time (ReduceMin/ReduceMax of the
   tensor, widened to hold 0);
 - `mode=weight-only`: the weights only; activations stay float.
+An op whose data input carries calibrated per-channel means (`mlconv.channel_means`, written by
+`mlconv.calibration`) gets its bias corrected, as OpenVINO's FastBiasCorrection does: the mean
+shift the weights' rounding error causes on such data (per output channel: the op applied to
+its error weights and to data holding each channel's mean everywhere, averaged over output
+positions) is subtracted by a `core.Add` after the op.
 The IR exports to OpenVINO IR as it is; `tpu-quantize` lowers it to integer arithmetic.
 """
 
@@ -27,7 +32,7 @@ from xdsl.passes import ModulePass
 
 from mlconv.dense import to_numpy
 from mlconv.dialects.core_conv import ConvolutionOp, GroupConvolutionOp
-from mlconv.dialects.core_elementwise import MaximumOp, MinimumOp
+from mlconv.dialects.core_elementwise import AddOp, MaximumOp, MinimumOp
 from mlconv.dialects.core_nn import MatMulOp
 from mlconv.dialects.core_quant import FakeQuantizeOp
 from mlconv.dialects.core_tensor import ConstantOp, ReduceMaxOp, ReduceMinOp
@@ -35,6 +40,7 @@ from mlconv.errors import PassFailure
 
 MODES = ("static", "dynamic", "weight-only")
 RANGE_ATTR = "mlconv.input_range"
+CHANNEL_MEANS_ATTR = "mlconv.channel_means"
 QUANTIZABLE = (ConvolutionOp, GroupConvolutionOp, MatMulOp)
 # Ranges narrower than this (a constant activation) are widened to it.
 MIN_WIDTH = 1e-6
@@ -54,6 +60,62 @@ def channel_axes(op: Operation, rank: int) -> tuple[int, ...]:
     if rank == 1:
         return ()
     return (rank - 2,) if transpose_b else (rank - 1,)
+
+
+def data_channel_axis(op: Operation, rank: int) -> int:
+    """The axis of the op's data input that its weights contract (the channel axis)."""
+    if isinstance(op, ConvolutionOp | GroupConvolutionOp):
+        return 1
+    if rank == 1:
+        return 0
+    return rank - 2 if op.attribute_values()["transpose_a"] else rank - 1
+
+
+def weight_factor_shape(op: Operation, weights: np.ndarray) -> tuple[int, ...]:
+    """The shape that broadcasts one value per input channel over the weights."""
+    ones = [1] * weights.ndim
+    if isinstance(op, ConvolutionOp):
+        return (1, weights.shape[1], *ones[2:])
+    if isinstance(op, GroupConvolutionOp):
+        return (weights.shape[0], 1, weights.shape[2], *ones[3:])
+    if weights.ndim == 1:
+        return (weights.shape[0],)
+    axis = weights.ndim - 1 if op.attribute_values()["transpose_b"] else weights.ndim - 2
+    return tuple(weights.shape[axis] if i == axis else 1 for i in range(weights.ndim))
+
+
+def output_shift(op: Operation, weight_error: np.ndarray, means: np.ndarray) -> np.ndarray | None:
+    """How much the weights' quantization error moves the op's output on average, per output
+    channel, for data whose channels hold their means everywhere: a convolution runs its own
+    semantics on such data (its zero padding included) and averages over positions; None for
+    a MatMul whose weights are not a matrix or a convolution of dynamic spatial size."""
+    error = weight_error.astype(np.float32)
+    if isinstance(op, ConvolutionOp | GroupConvolutionOp):
+        shape = list(op.operands[0].type.get_shape())
+        if any(d < 0 for d in shape[2:]):
+            return None
+        field = np.broadcast_to(
+            means.astype(np.float32).reshape(1, -1, *[1] * (len(shape) - 2)), [1, *shape[1:]]
+        )
+        moved = np.asarray(type(op).semantics(field, error, **op.attribute_values()))
+        return moved.mean(axis=tuple(i for i in range(moved.ndim) if i != 1), dtype=np.float64)
+    if error.ndim != 2:
+        return None
+    error64 = error.astype(np.float64)
+    return error64 @ means if op.attribute_values()["transpose_b"] else means @ error64
+
+
+def _correct_bias(op: Operation, shift: np.ndarray, dtype: np.dtype) -> list[Operation]:
+    """Subtract `shift` (per output channel) from the op's result, after it."""
+    result = op.results[0]
+    rank = len(result.type.get_shape())
+    axis = 1 if isinstance(op, ConvolutionOp | GroupConvolutionOp) else rank - 1
+    shape = [shift.size if i == axis else 1 for i in range(rank)]
+    correction = _constant((0.0 - shift).reshape(shape).astype(dtype), op.location)
+    corrected = AddOp.build_op([result, correction.output], [result.type])
+    corrected.location = op.location
+    result.replace_uses_with_if(corrected.results[0], lambda use: use.operation is not corrected)
+    return [correction, corrected]
 
 
 def weight_ranges(weights: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -113,6 +175,18 @@ def quantize_op(op: Operation, mode: str) -> None:
     fq_w = _fake_quantize(weights_value, low_w.output, high_w.output, 255, location)
     new += [low_w, high_w, fq_w]
     replacements = {weight_operand(op): fq_w.results[0]}
+    after: list[Operation] = []
+    means = op.attributes.get(CHANNEL_MEANS_ATTR)
+    if means is not None:
+        from mlconv.fake_quant import fake_quantize_reference
+
+        quantized = np.asarray(
+            fake_quantize_reference(weights, -bound, bound, -bound, bound, levels=255)
+        )
+        shift = output_shift(op, quantized - weights, to_numpy(means).astype(np.float64))
+        if shift is not None and np.any(shift):
+            after = _correct_bias(op, shift, weights.dtype)
+        del op.attributes[CHANNEL_MEANS_ATTR]
     if mode == "static":
         observed = input_range(op)
         if observed is None:
@@ -148,6 +222,8 @@ def quantize_op(op: Operation, mode: str) -> None:
     block = op.parent_block()
     assert block is not None
     block.insert_ops_before(new, op)
+    if after:
+        block.insert_ops_after(after, op)
     operands = list(op.operands)
     for index, value in replacements.items():
         operands[index] = value
@@ -186,4 +262,14 @@ class CoreQuantizePass(ModulePass):
         quantize_module(op, self.mode)
 
 
-__all__ = ["CoreQuantizePass", "MODES", "RANGE_ATTR", "nudged_range", "quantize_module"]
+__all__ = [
+    "CHANNEL_MEANS_ATTR",
+    "CoreQuantizePass",
+    "MODES",
+    "RANGE_ATTR",
+    "data_channel_axis",
+    "nudged_range",
+    "output_shift",
+    "quantize_module",
+    "weight_factor_shape",
+]

@@ -15,7 +15,8 @@ MatMul's `a`, which `mlconv.calibration` writes), with
 the data is divided by s (a `core.Multiply` by 1/s, which the int8 lowering fuses into the
 quantization of the data) and each weight of input channel c multiplied by s_c, so the float
 result is unchanged: conv(x / s, w * s) = conv(x, w). The op's per-tensor `mlconv.input_range`
-becomes the range of x / s that the channel ranges imply, and `mlconv.channel_ranges` goes.
+becomes the range of x / s that the channel ranges imply, `mlconv.channel_ranges` goes, and
+channel means (`mlconv.channel_means`, for core-quantize's bias correction) are divided by s.
 Depthwise convolutions lose nothing to it (one input channel per output channel: the
 per-channel weight range absorbs s whole).
 
@@ -41,39 +42,22 @@ from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr, Modu
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from mlconv.dense import to_numpy
-from mlconv.dialects.core_conv import ConvolutionOp, GroupConvolutionOp
+from mlconv.dense import to_dense_attr, to_numpy
 from mlconv.dialects.core_elementwise import MultiplyOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import PassFailure
-from mlconv.passes.core_quantize import QUANTIZABLE, RANGE_ATTR
+from mlconv.passes.core_quantize import (
+    CHANNEL_MEANS_ATTR,
+    QUANTIZABLE,
+    RANGE_ATTR,
+    data_channel_axis,
+    weight_factor_shape,
+)
 
 CHANNEL_RANGES_ATTR = "mlconv.channel_ranges"
 # Factors are kept within this ratio of 1 either way: a channel that never left 0 in
 # calibration must not blow its weights up.
 MAX_FACTOR = 1e4
-
-
-def data_channel_axis(op: Operation, rank: int) -> int:
-    """The axis of the op's data input that its weights contract (the channel axis)."""
-    if isinstance(op, ConvolutionOp | GroupConvolutionOp):
-        return 1
-    if rank == 1:
-        return 0
-    return rank - 2 if op.attribute_values()["transpose_a"] else rank - 1
-
-
-def weight_factor_shape(op: Operation, weights: np.ndarray) -> tuple[int, ...]:
-    """The shape that broadcasts one factor per input channel over the weights."""
-    ones = [1] * weights.ndim
-    if isinstance(op, ConvolutionOp):
-        return (1, weights.shape[1], *ones[2:])
-    if isinstance(op, GroupConvolutionOp):
-        return (weights.shape[0], 1, weights.shape[2], *ones[3:])
-    if weights.ndim == 1:
-        return (weights.shape[0],)
-    axis = weights.ndim - 1 if op.attribute_values()["transpose_b"] else weights.ndim - 2
-    return tuple(weights.shape[axis] if i == axis else 1 for i in range(weights.ndim))
 
 
 def weight_channel_bounds(op: Operation, weights: np.ndarray) -> np.ndarray:
@@ -151,6 +135,11 @@ def smooth_op(op: Operation, alpha: float) -> bool:
         f32, [float((low / factors).min()), float((high / factors).max())]
     )
     del op.attributes[CHANNEL_RANGES_ATTR]
+    means = op.attributes.get(CHANNEL_MEANS_ATTR)
+    if isinstance(means, DenseIntOrFPElementsAttr) and to_numpy(means).size == channels:
+        op.attributes[CHANNEL_MEANS_ATTR] = to_dense_attr(
+            (to_numpy(means) / factors).astype(np.float32)
+        )
     return True
 
 

@@ -65,3 +65,30 @@ func.func @matmul_of_values(%x: tensor<1x3xf32>, %w: tensor<3x2xf32>) -> tensor<
   %y = "core.MatMul"(%x, %w) : (tensor<1x3xf32>, tensor<3x2xf32>) -> tensor<1x2xf32>
   func.return %y : tensor<1x2xf32>
 }
+
+// -----
+
+// Bias correction: with the data's per-channel means (2 and 1), the mean shift of int8 weights
+// is subtracted after the op (0.5 -> 0.496063 and 0.125 -> 0.124016: +0.00787 = 0.00394 * 2
+// and +0.000984; the exact third channel needs none).
+
+// STATIC-LABEL: func.func @bias_correction
+// STATIC:         %[[Y:.*]] = "core.Convolution"
+// STATIC:         %[[C:.*]] = core.Constant {value = dense<{{\[\[\[\[}}0.00787401199]], {{\[\[}}0.000984251499]], {{\[\[}}0.000000e+00]]]]> : tensor<1x3x1x1xf32>}
+// STATIC:         %[[B:.*]] = "core.Add"(%[[Y]], %[[C]])
+// STATIC:         "core.Relu"(%[[B]])
+// STATIC-NOT:     mlconv.channel_means
+
+// DYNAMIC-LABEL: func.func @bias_correction
+// DYNAMIC:         "core.Add"
+
+// WEIGHTS-LABEL: func.func @bias_correction
+// WEIGHTS:         %[[Y:.*]] = "core.Convolution"
+// WEIGHTS:         %[[B:.*]] = "core.Add"(%[[Y]], %{{.*}})
+// WEIGHTS:         "core.Relu"(%[[B]])
+func.func @bias_correction(%x: tensor<1x2x4x4xf32>) -> tensor<1x3x4x4xf32> {
+  %w = core.Constant {value = dense<[[[[0.5]], [[-1.0]]], [[[0.25]], [[0.125]]], [[[0.0]], [[0.0]]]]> : tensor<3x2x1x1xf32>} : tensor<3x2x1x1xf32>
+  %y = "core.Convolution"(%x, %w) {strides = array<i64: 1, 1>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, dilations = array<i64: 1, 1>, mlconv.input_range = array<f32: -1.0, 3.0>, mlconv.channel_means = dense<[2.0, 1.0]> : tensor<2xf32>} : (tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %r = "core.Relu"(%y) : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  func.return %r : tensor<1x3x4x4xf32>
+}
