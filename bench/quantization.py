@@ -3,7 +3,9 @@ full-integer converter on the same Keras model, calibration set and evaluation s
 
     python bench/quantization.py --model mobilenetv2 --calibration 100 --eval 500
 
-Each quantized model is compared with the Keras float model on the evaluation images: top-1
+A method with `/plain` runs without activation smoothing and bias correction (both on by
+default), to show what they bring. Each quantized model is compared with the Keras float model
+on the evaluation images: top-1
 agreement and relative error (per image max |q - f| / max |f|; mean and max over images). The
 models and images are test/pytest/quant_models.py's: keras.applications models trained there
 (fixed seeds, its RECIPES; --size and --steps override them) on structured images of 32
@@ -33,7 +35,12 @@ def main() -> int:
     parser.add_argument("--calibration", type=int, default=100)
     parser.add_argument("--eval", type=int, default=500)
     parser.add_argument("--batch", type=int, default=50)
-    parser.add_argument("--modes", default="STATIC_RANGE,DYNAMIC_RANGE,WEIGHT_ONLY")
+    parser.add_argument(
+        "--modes",
+        default="STATIC_RANGE,STATIC_RANGE/plain,DYNAMIC_RANGE,DYNAMIC_RANGE/plain,WEIGHT_ONLY,"
+        "WEIGHT_ONLY/plain",
+        help="methods, each optionally /no-smoothing, /no-bias-correction or /plain (neither)",
+    )
     args = parser.parse_args()
 
     import mlconv
@@ -60,12 +67,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = quant_models.save(model, Path(tmp) / "saved_model")
         np.savez(Path(tmp) / "calibration.npz", image=calibration)
-        for mode in args.modes.split(","):
+        for spec in args.modes.split(","):
             start = time.perf_counter()
-            out = Path(tmp) / mode
+            mode, _, variant = spec.partition("/")
+            out = Path(tmp) / spec.replace("/", "-")
+            extra = {
+                "": "",
+                "no-smoothing": "disable_activation_smoothing: true ",
+                "no-bias-correction": "disable_bias_correction: true ",
+                "plain": "disable_activation_smoothing: true disable_bias_correction: true ",
+            }[variant]
             options = (
                 "disable_default_optimizations: true external_feature_configs { "
-                f"quantization_options {{ quantization_method: {mode} representative_datasets {{ "
+                f"quantization_options {{ quantization_method: {mode} {extra}representative_datasets {{ "
                 f'key: "serving_default" value {{ npz_file_path: "{tmp}/calibration.npz" }} }} }} }}'
             )
             convert(
@@ -83,7 +97,7 @@ def main() -> int:
             )
             rows.append(
                 (
-                    f"mlconv {mode}",
+                    f"mlconv {spec}",
                     *quant_models.agreement(reference, got),
                     time.perf_counter() - start,
                 )
