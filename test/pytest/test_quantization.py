@@ -456,22 +456,26 @@ def test_bias_correction_removes_the_mean_shift() -> None:
 
 PTQ_EVAL, PTQ_CALIBRATION = 500, 100
 # Issue 11's Done-when: top-1 agreement with float >= 99% on 500 images and mean relative error
-# <= 1.5%. Measured (bench/quantization.py, trained models, 32x32; agreement / mean error):
+# <= 1.5%. Measured (bench/quantization.py, quant_models' trained models, 32x32; agreement /
+# mean error; "plain": without activation smoothing and bias correction):
 #                  MobileNetV2       ResNet50
-#   TFLite int8    98.8% / 3.27%     97.0% / 14.7%
-#   mlconv static  99.4% / 1.82%     99.2% / 6.36%
-#   dynamic        99.6% / 1.75%     99.2% / 5.73%
-#   weight-only    99.8% / 0.65%     99.8% / 1.17%
-# Agreement meets the bar everywhere and weight-only meets it whole; the mean error of static
-# and dynamic range does not (TFLite's own converter misses it further, so these models are
-# more sensitive than the ImageNet ones the issue means): their error bars are the measured
-# values with a margin, and static range must also beat TFLite on the same model. Per method:
-# (min agreement, {model: max mean error}).
+#   TFLite int8    100.0% / 2.51%    99.8% / 5.25%
+#   mlconv static  100.0% / 1.45%    100.0% / 1.56%
+#     plain        100.0% / 1.60%    100.0% / 2.20%
+#   dynamic        100.0% / 1.30%    100.0% / 1.44%
+#   weight-only    100.0% / 0.45%    100.0% / 0.42%
+# Every method meets the bar but ResNet50's static range (1.56%, against TFLite's 5.25%). The
+# weights are trained afresh where the cache is empty (CI), on whatever CPU runs the tests, so
+# the error bars of static and dynamic range leave room above the measured values; static range
+# must also beat TFLite on the same model. Per method: (min agreement, {model: max mean error}).
 PTQ_BARS = {
-    "STATIC_RANGE": (0.99, {"mobilenetv2": 0.025, "resnet50": 0.08}),
-    "DYNAMIC_RANGE": (0.99, {"mobilenetv2": 0.025, "resnet50": 0.08}),
+    "STATIC_RANGE": (0.99, {"mobilenetv2": 0.02, "resnet50": 0.02}),
+    "DYNAMIC_RANGE": (0.99, {"mobilenetv2": 0.018, "resnet50": 0.018}),
     "WEIGHT_ONLY": (0.99, {"mobilenetv2": 0.015, "resnet50": 0.015}),
 }
+# Static range's mean error with smoothing and bias correction at most this fraction of the
+# error without them (measured 0.91 and 0.71).
+PLAIN_STATIC_GAIN = {"mobilenetv2": 0.97, "resnet50": 0.85}
 
 
 @pytest.fixture(scope="session", params=["mobilenetv2", "resnet50"])
@@ -504,6 +508,34 @@ def trained_model(request, tmp_path_factory):
     return name, size, root, folder, data, reference, tflite
 
 
+_QUANTIZED: dict[tuple[str, str, str], tuple[float, float, float]] = {}
+
+
+def _quantized_agreement(trained_model, tmp_path, method: str, extra: str = ""):
+    """mlconv-convert's `method` (with the quantization_options fields in `extra`) on the
+    trained model, run from the artifact on the evaluation images: (top-1 agreement, mean and
+    max relative error) against Keras float; remembered per model, method and fields."""
+    import quant_models
+
+    import mlconv
+    from mlconv.tools.mlconv_convert import convert
+
+    name, size, root, folder, data, reference, _ = trained_model
+    key = (name, method, extra)
+    if key not in _QUANTIZED:
+        options = (
+            "disable_default_optimizations: true external_feature_configs { quantization_options { "
+            f'quantization_method: {method} {extra} representative_datasets {{ key: "serving_default" '
+            f'value {{ npz_file_path: "{root}/calibration.npz" }} }} }} }}'
+        )
+        out = tmp_path / "converted"
+        convert(str(folder), str(out), options, input_shapes=f"image:{BATCH},{size},{size},3")
+        served = mlconv.load(str(out))
+        got = np.concatenate([served(data[i : i + BATCH])[0] for i in range(0, PTQ_EVAL, BATCH)])
+        _QUANTIZED[key] = quant_models.agreement(reference, got)
+    return _QUANTIZED[key]
+
+
 @pytest.mark.parametrize("method", sorted(PTQ_BARS))
 def test_trained_keras_app_quantized(trained_model, tmp_path, method: str) -> None:
     """Issue 11's Done-when: PTQ of trained Keras MobileNetV2 and ResNet50 (fixed seeds,
@@ -511,24 +543,30 @@ def test_trained_keras_app_quantized(trained_model, tmp_path, method: str) -> No
     with Keras float to PTQ_BARS (top-1 agreement and mean over images of max |q - f| / max |f|);
     static range also at least as well as TFLite's own full-integer converter, computed here on
     the same model and images."""
-    import quant_models
-
-    import mlconv
-    from mlconv.tools.mlconv_convert import convert
-
-    name, size, root, folder, data, reference, tflite = trained_model
-    options = (
-        "disable_default_optimizations: true external_feature_configs { quantization_options { "
-        f'quantization_method: {method} representative_datasets {{ key: "serving_default" '
-        f'value {{ npz_file_path: "{root}/calibration.npz" }} }} }} }}'
-    )
-    out = tmp_path / "converted"
-    convert(str(folder), str(out), options, input_shapes=f"image:{BATCH},{size},{size},3")
-    served = mlconv.load(str(out))
-    got = np.concatenate([served(data[i : i + BATCH])[0] for i in range(0, PTQ_EVAL, BATCH)])
-    agree, mean, worst = quant_models.agreement(reference, got)
+    name, tflite = trained_model[0], trained_model[-1]
+    agree, mean, worst = _quantized_agreement(trained_model, tmp_path, method)
     least, most = PTQ_BARS[method][0], PTQ_BARS[method][1][name]
     assert agree >= least and mean <= most, (name, agree, mean, worst, "tflite", tflite)
     if method == "STATIC_RANGE":
         assert agree >= tflite[0] and mean <= tflite[1], (name, agree, mean, "tflite", tflite)
     assert mean > 1e-4  # quantized: float would agree to ~1e-6
+
+
+def test_trained_smoothing_and_bias_correction_help(trained_model, tmp_path) -> None:
+    """On the trained networks, static range with activation smoothing and bias correction
+    (the default) has a lower mean error than without either (PLAIN_STATIC_ERRORS measured)."""
+    name = trained_model[0]
+    plain = _quantized_agreement(
+        trained_model,
+        tmp_path,
+        "STATIC_RANGE",
+        "disable_activation_smoothing: true disable_bias_correction: true",
+    )
+    default = _quantized_agreement(trained_model, tmp_path / "default", "STATIC_RANGE")
+    assert default[1] < PLAIN_STATIC_GAIN[name] * plain[1], (
+        name,
+        "default",
+        default,
+        "plain",
+        plain,
+    )
