@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -82,6 +82,23 @@ def weight_factor_shape(op: Operation, weights: np.ndarray) -> tuple[int, ...]:
         return (weights.shape[0],)
     axis = weights.ndim - 1 if op.attribute_values()["transpose_b"] else weights.ndim - 2
     return tuple(weights.shape[axis] if i == axis else 1 for i in range(weights.ndim))
+
+
+def channel_means(op: Operation) -> np.ndarray | None:
+    """The op's calibrated per-channel means of its data input (`mlconv.channel_means`), one
+    per channel of the axis its weights contract; None when it has none."""
+    attr = op.attributes.get(CHANNEL_MEANS_ATTR)
+    if attr is None:
+        return None
+    data_shape = op.operands[0].type.get_shape()
+    channels = data_shape[data_channel_axis(op, len(data_shape))]
+    values = to_numpy(attr) if isinstance(attr, DenseIntOrFPElementsAttr) else None
+    if values is None or values.shape != (channels,):
+        raise PassFailure.at(
+            op,
+            f"{CHANNEL_MEANS_ATTR} must be a dense f32 tensor of {channels} values (one per channel)",
+        )
+    return values.astype(np.float64)
 
 
 def output_shift(op: Operation, weight_error: np.ndarray, means: np.ndarray) -> np.ndarray | None:
@@ -176,14 +193,14 @@ def quantize_op(op: Operation, mode: str) -> None:
     new += [low_w, high_w, fq_w]
     replacements = {weight_operand(op): fq_w.results[0]}
     after: list[Operation] = []
-    means = op.attributes.get(CHANNEL_MEANS_ATTR)
+    means = channel_means(op)
     if means is not None:
         from mlconv.fake_quant import fake_quantize_reference
 
         quantized = np.asarray(
             fake_quantize_reference(weights, -bound, bound, -bound, bound, levels=255)
         )
-        shift = output_shift(op, quantized - weights, to_numpy(means).astype(np.float64))
+        shift = output_shift(op, quantized - weights, means)
         if shift is not None and np.any(shift):
             after = _correct_bias(op, shift, weights.dtype)
         del op.attributes[CHANNEL_MEANS_ATTR]
@@ -267,6 +284,7 @@ __all__ = [
     "CoreQuantizePass",
     "MODES",
     "RANGE_ATTR",
+    "channel_means",
     "data_channel_axis",
     "nudged_range",
     "output_shift",

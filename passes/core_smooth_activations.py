@@ -50,6 +50,7 @@ from mlconv.passes.core_quantize import (
     CHANNEL_MEANS_ATTR,
     QUANTIZABLE,
     RANGE_ATTR,
+    channel_means,
     data_channel_axis,
     weight_factor_shape,
 )
@@ -85,10 +86,8 @@ def smoothing_factors(
     return np.exp(np.clip(logs, -bound, bound))
 
 
-def channel_ranges(op: Operation, channels: int) -> tuple[np.ndarray, np.ndarray] | None:
-    attr = op.attributes.get(CHANNEL_RANGES_ATTR)
-    if attr is None:
-        return None
+def channel_ranges(op: Operation, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    attr = op.attributes[CHANNEL_RANGES_ATTR]
     values = to_numpy(attr) if isinstance(attr, DenseIntOrFPElementsAttr) else None
     if values is None or values.shape != (2, channels):
         raise PassFailure.at(
@@ -113,9 +112,8 @@ def smooth_op(op: Operation, alpha: float) -> bool:
     rank = len(data.type.get_shape())
     axis = data_channel_axis(op, rank)
     channels = data.type.get_shape()[axis]
-    ranges = channel_ranges(op, channels)
-    assert ranges is not None
-    low, high = ranges
+    low, high = channel_ranges(op, channels)
+    means = channel_means(op)
     factors = smoothing_factors(low, high, weight_channel_bounds(op, weights), alpha)
     scaled = (weights * factors.reshape(weight_factor_shape(op, weights))).astype(weights.dtype)
     divide = np.reshape(1 / factors, [channels if i == axis else 1 for i in range(rank)])
@@ -135,11 +133,8 @@ def smooth_op(op: Operation, alpha: float) -> bool:
         f32, [float((low / factors).min()), float((high / factors).max())]
     )
     del op.attributes[CHANNEL_RANGES_ATTR]
-    means = op.attributes.get(CHANNEL_MEANS_ATTR)
-    if isinstance(means, DenseIntOrFPElementsAttr) and to_numpy(means).size == channels:
-        op.attributes[CHANNEL_MEANS_ATTR] = to_dense_attr(
-            (to_numpy(means) / factors).astype(np.float32)
-        )
+    if means is not None:
+        op.attributes[CHANNEL_MEANS_ATTR] = to_dense_attr((means / factors).astype(np.float32))
     return True
 
 

@@ -18,3 +18,12 @@ func.func @inverted_range(%x: tensor<1x2xf32>) -> tensor<1x1xf32> {
   %y = "core.MatMul"(%x, %w) {mlconv.input_range = array<f32: 2.0, 1.0>} : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32> loc("fc")
   func.return %y : tensor<1x1xf32>
 }
+
+// -----
+
+// CHECK: loc("conv2"): error: 'core.Convolution' op mlconv.channel_means must be a dense f32 tensor of 2 values (one per channel)
+func.func @wrong_means(%x: tensor<1x2x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  %w = core.Constant {value = dense<[[[[0.5]], [[-1.0]]]]> : tensor<1x2x1x1xf32>} : tensor<1x2x1x1xf32>
+  %y = "core.Convolution"(%x, %w) {strides = array<i64: 1, 1>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, dilations = array<i64: 1, 1>, mlconv.input_range = array<f32: 0.0, 1.0>, mlconv.channel_means = dense<[1.0, 2.0, 3.0]> : tensor<3xf32>} : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x4x4xf32> loc("conv2")
+  func.return %y : tensor<1x1x4x4xf32>
+}

@@ -18,3 +18,12 @@ func.func @inverted_range(%x: tensor<1x2xf32>) -> tensor<1x1xf32> {
   %y = "core.MatMul"(%x, %w) {mlconv.channel_ranges = dense<[[2.0, 0.0], [1.0, 1.0]]> : tensor<2x2xf32>} : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32> loc("fc")
   func.return %y : tensor<1x1xf32>
 }
+
+// -----
+
+// CHECK: loc("fc2"): error: 'core.MatMul' op mlconv.channel_means must be a dense f32 tensor of 2 values (one per channel)
+func.func @wrong_means(%x: tensor<1x2xf32>) -> tensor<1x1xf32> {
+  %w = core.Constant {value = dense<[[0.5], [-1.0]]> : tensor<2x1xf32>} : tensor<2x1xf32>
+  %y = "core.MatMul"(%x, %w) {mlconv.channel_ranges = dense<[[0.0, 0.0], [1.0, 1.0]]> : tensor<2x2xf32>, mlconv.channel_means = dense<[1.0]> : tensor<1xf32>} : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32> loc("fc2")
+  func.return %y : tensor<1x1xf32>
+}
