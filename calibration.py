@@ -302,6 +302,7 @@ class QuantizationReport:
     calibration_samples: int = 0
     accuracy: list[dict] = field(default_factory=list)
     smoothed: int = 0
+    float_input_layers: int = 0
 
     def format(self) -> str:
         lines = ["-------- Quantization Report --------", f"Method: {self.method}"]
@@ -314,6 +315,11 @@ class QuantizationReport:
             lines.append(f"Calibrated on {self.calibration_samples} samples")
         if self.smoothed:
             lines.append(f"Activation smoothing: {self.smoothed} ops (alpha {SMOOTHING_ALPHA})")
+        if self.float_input_layers:
+            lines.append(
+                f"Input layers with float activations: {self.float_input_layers} ops "
+                "(quantize_input_layers quantizes them too)"
+            )
         if self.accuracy:
             lines.append("Accuracy against float on the calibration set:")
         for row in self.accuracy:
@@ -335,6 +341,7 @@ class QuantizationReport:
             "products": self.products,
             "calibration_samples": self.calibration_samples,
             "smoothed": self.smoothed,
+            "float_input_layers": self.float_input_layers,
             "accuracy": self.accuracy,
         }
 
@@ -400,12 +407,13 @@ def quantize_for_tpu(
 ) -> QuantizationReport:
     """The converter's quantization step on a core module with static shapes: fold and fuse,
     calibrate (static range, and dynamic range given a dataset), core-smooth-activations (unless
-    `disable_activation_smoothing`; static and dynamic range given a dataset), core-quantize,
-    core-to-tpu, tpu-quantize; then, when a dataset is given, the quantized model against
+    `disable_activation_smoothing`; static and dynamic range given a dataset), core-quantize
+    (the input layers' activations float unless `quantize_input_layers`), core-to-tpu,
+    tpu-quantize; then, when a dataset is given, the quantized model against
     float on it (compiled for `device`)."""
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_fuse import CoreFusePass
-    from mlconv.passes.core_quantize import quantize_module
+    from mlconv.passes.core_quantize import quantize_module, reads_model_input
     from mlconv.passes.core_smooth_activations import smooth_module
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
@@ -436,13 +444,16 @@ def quantize_for_tpu(
         )
     elif calls:
         reference, *_ = _run_float(module, calls, device, probe=False)
+    float_inputs = mode != "weight-only" and not quantization.quantize_input_layers
+    input_layers = [op for op in quantizable_ops(module) if reads_model_input(op)]
     smoothed = smooth_module(module, SMOOTHING_ALPHA) if smooth else 0
-    quantize_module(module, mode)
+    quantize_module(module, mode, float_inputs)
     run_passes([CoreToTpuPass()], module)
     products = quantize_tpu_module(module)
     rows = sum(int(c[0].shape[0]) if c and c[0].ndim else 1 for c in calls)
     report = QuantizationReport(method, products, rows if calibrated else 0)
     report.smoothed = smoothed
+    report.float_input_layers = len(input_layers) if float_inputs else 0
     if reference is not None:
         from mlconv.backends.jax_backend import compile_module
 

@@ -3,8 +3,9 @@ full-integer converter on the same Keras model, calibration set and evaluation s
 
     python bench/quantization.py --model mobilenetv2 --calibration 100 --eval 500
 
-A method with `/plain` runs without activation smoothing and bias correction (both on by
-default), to show what they bring. Each quantized model is compared with the Keras float model
+A method with `/int8-inputs` quantizes the input layers' activations too
+(quantize_input_layers), one with `/plain` also runs without activation smoothing and bias
+correction (all three aids are on by default), to show what they bring. Each quantized model is compared with the Keras float model
 on the evaluation images: top-1
 agreement and relative error (per image max |q - f| / max |f|; mean and max over images). The
 models and images are test/pytest/quant_models.py's: keras.applications models trained there
@@ -37,9 +38,10 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument(
         "--modes",
-        default="STATIC_RANGE,STATIC_RANGE/plain,DYNAMIC_RANGE,DYNAMIC_RANGE/plain,WEIGHT_ONLY,"
-        "WEIGHT_ONLY/plain",
-        help="methods, each optionally /no-smoothing, /no-bias-correction or /plain (neither)",
+        default="STATIC_RANGE,STATIC_RANGE/int8-inputs,STATIC_RANGE/plain,DYNAMIC_RANGE,"
+        "DYNAMIC_RANGE/int8-inputs,DYNAMIC_RANGE/plain,WEIGHT_ONLY,WEIGHT_ONLY/plain",
+        help="methods, each optionally /no-smoothing, /no-bias-correction, /int8-inputs or "
+        "/plain (none of the three aids)",
     )
     args = parser.parse_args()
 
@@ -75,7 +77,9 @@ def main() -> int:
                 "": "",
                 "no-smoothing": "disable_activation_smoothing: true ",
                 "no-bias-correction": "disable_bias_correction: true ",
-                "plain": "disable_activation_smoothing: true disable_bias_correction: true ",
+                "int8-inputs": "quantize_input_layers: true ",
+                "plain": "disable_activation_smoothing: true disable_bias_correction: true "
+                "quantize_input_layers: true ",
             }[variant]
             options = (
                 "disable_default_optimizations: true external_feature_configs { "

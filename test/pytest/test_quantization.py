@@ -246,12 +246,16 @@ def keras_cnn(tmp_path_factory):
 BARS = {"STATIC_RANGE": (0.005, 1.0), "DYNAMIC_RANGE": (0.005, 1.0), "WEIGHT_ONLY": (0.0, 0.6)}
 
 
-@pytest.mark.parametrize("method", sorted(BARS))
-def test_keras_cnn_quantized(keras_cnn, tmp_path, method: str) -> None:
+@pytest.mark.parametrize(
+    "method, extra",
+    [(method, "") for method in sorted(BARS)] + [("STATIC_RANGE", "quantize_input_layers: true")],
+)
+def test_keras_cnn_quantized(keras_cnn, tmp_path, method: str, extra: str) -> None:
     """mlconv-convert quantizes; the artifact, run batched on 500 other images, agrees with
     Keras float on top-1 and in relative error (mean over images of max |q - f| / max |f|) at
     least as well as TFLite's int8 converter does; the report in OUTDIR gives the same
-    measures on the calibration set."""
+    measures on the calibration set. The first convolution (it reads the model input) keeps
+    float data unless quantize_input_layers."""
     import quant_models
 
     import mlconv
@@ -260,7 +264,7 @@ def test_keras_cnn_quantized(keras_cnn, tmp_path, method: str) -> None:
     root, folder, data, reference, tflite = keras_cnn
     options = (
         "disable_default_optimizations: true external_feature_configs { quantization_options { "
-        f'quantization_method: {method} representative_datasets {{ key: "serving_default" '
+        f'quantization_method: {method} {extra} representative_datasets {{ key: "serving_default" '
         f'value {{ npz_file_path: "{root}/calibration.npz" }} }} }} }}'
     )
     out = tmp_path / "converted"
@@ -268,10 +272,14 @@ def test_keras_cnn_quantized(keras_cnn, tmp_path, method: str) -> None:
         str(folder), str(out), options, input_shapes=f"image:{BATCH},{SIZE},{SIZE},3"
     )
     (report,) = manifest["quantization"]
-    kind = "weight-only" if method == "WEIGHT_ONLY" else "int8"
-    assert report["products"][kind] == 5 and report["products"]["float"] == 0
+    # The first convolution reads the model input: int8 weights and float data by default.
+    inputs_float = int(method != "WEIGHT_ONLY" and not extra)
+    int8 = 0 if method == "WEIGHT_ONLY" else 5 - inputs_float
+    assert report["products"] == {"int8": int8, "weight-only": 5 - int8, "float": 0}
+    assert report["float_input_layers"] == inputs_float
     text = (out / "quantization_report.txt").read_text()
     assert f"Method: {method}" in text and "top-1 agreement" in text
+    assert ("Input layers with float activations: 1 ops" in text) == bool(inputs_float)
     (row,) = report["accuracy"]
     assert row["samples"] == 100 and row["top1_agreement"] >= 0.9
     served = mlconv.load(str(out))
@@ -313,7 +321,8 @@ def test_convert_core_model_and_bad_dataset(tmp_path, capsys) -> None:
         == 0
     )
     report = (tmp_path / "out" / "quantization_report.txt").read_text()
-    assert "Products: 3 int8 x int8 -> int32" in report and "Calibrated on 40 samples" in report
+    assert "Products: 2 int8 x int8 -> int32, 1 int8 weights with float compute" in report
+    assert "Calibrated on 40 samples" in report and "float activations: 1 ops" in report
     got = mlconv.load(str(tmp_path / "out"))(x[:2])[0]
     want = run_module(_calibrated_core_model(), [x[:2]])[0]
     assert 0 < np.abs(got - want).max() <= 0.05 * np.abs(want).max()
@@ -457,25 +466,27 @@ def test_bias_correction_removes_the_mean_shift() -> None:
 PTQ_EVAL, PTQ_CALIBRATION = 500, 100
 # Issue 11's Done-when: top-1 agreement with float >= 99% on 500 images and mean relative error
 # <= 1.5%. Measured (bench/quantization.py, quant_models' trained models, 32x32; agreement /
-# mean error; "plain": without activation smoothing and bias correction):
+# mean error; "int8 inputs": the input layers' activations quantized too; "plain": that, and
+# neither activation smoothing nor bias correction):
 #                  MobileNetV2       ResNet50
 #   TFLite int8    100.0% / 2.51%    99.8% / 5.25%
-#   mlconv static  100.0% / 1.45%    100.0% / 1.56%
+#   mlconv static  100.0% / 1.34%    100.0% / 1.43%
+#     int8 inputs  100.0% / 1.45%    100.0% / 1.56%
 #     plain        100.0% / 1.60%    100.0% / 2.20%
-#   dynamic        100.0% / 1.30%    100.0% / 1.44%
+#   dynamic        100.0% / 1.24%    100.0% / 1.32%
 #   weight-only    100.0% / 0.45%    100.0% / 0.42%
-# Every method meets the bar but ResNet50's static range (1.56%, against TFLite's 5.25%). The
-# weights are trained afresh where the cache is empty (CI), on whatever CPU runs the tests, so
-# the error bars of static and dynamic range leave room above the measured values; static range
-# must also beat TFLite on the same model. Per method: (min agreement, {model: max mean error}).
+# Every method meets the bar. The weights are trained afresh where the cache is empty (CI), on
+# whatever CPU runs the tests, so the error bars leave room above the measured values (other
+# training runs of these recipes moved the error by up to 0.15 points); static range must also
+# beat TFLite on the same model. Per method: (min agreement, {model: max mean error}).
 PTQ_BARS = {
-    "STATIC_RANGE": (0.99, {"mobilenetv2": 0.02, "resnet50": 0.02}),
-    "DYNAMIC_RANGE": (0.99, {"mobilenetv2": 0.018, "resnet50": 0.018}),
-    "WEIGHT_ONLY": (0.99, {"mobilenetv2": 0.015, "resnet50": 0.015}),
+    "STATIC_RANGE": (0.99, {"mobilenetv2": 0.0175, "resnet50": 0.0175}),
+    "DYNAMIC_RANGE": (0.99, {"mobilenetv2": 0.016, "resnet50": 0.016}),
+    "WEIGHT_ONLY": (0.99, {"mobilenetv2": 0.008, "resnet50": 0.008}),
 }
-# Static range's mean error with smoothing and bias correction at most this fraction of the
-# error without them (measured 0.91 and 0.71).
-PLAIN_STATIC_GAIN = {"mobilenetv2": 0.97, "resnet50": 0.85}
+# Static range's mean error with smoothing, bias correction and float input layers at most this
+# fraction of the error without any of them (measured 0.84 and 0.65).
+PLAIN_STATIC_GAIN = {"mobilenetv2": 0.93, "resnet50": 0.8}
 
 
 @pytest.fixture(scope="session", params=["mobilenetv2", "resnet50"])
@@ -552,15 +563,17 @@ def test_trained_keras_app_quantized(trained_model, tmp_path, method: str) -> No
     assert mean > 1e-4  # quantized: float would agree to ~1e-6
 
 
-def test_trained_smoothing_and_bias_correction_help(trained_model, tmp_path) -> None:
-    """On the trained networks, static range with activation smoothing and bias correction
-    (the default) has a lower mean error than without either (PLAIN_STATIC_ERRORS measured)."""
+def test_trained_accuracy_aids_help(trained_model, tmp_path) -> None:
+    """On the trained networks, static range with activation smoothing, bias correction and
+    float input layers (the default) has a lower mean error than with none of them
+    (PLAIN_STATIC_GAIN)."""
     name = trained_model[0]
     plain = _quantized_agreement(
         trained_model,
         tmp_path,
         "STATIC_RANGE",
-        "disable_activation_smoothing: true disable_bias_correction: true",
+        "disable_activation_smoothing: true disable_bias_correction: true "
+        "quantize_input_layers: true",
     )
     default = _quantized_agreement(trained_model, tmp_path / "default", "STATIC_RANGE")
     assert default[1] < PLAIN_STATIC_GAIN[name] * plain[1], (
@@ -569,4 +582,26 @@ def test_trained_smoothing_and_bias_correction_help(trained_model, tmp_path) -> 
         default,
         "plain",
         plain,
+    )
+
+
+# Static range's mean error with the input layers' activations float (the default) at most this
+# fraction of the error with them quantized too (measured 0.92 for both).
+FLOAT_INPUT_LAYERS_GAIN = {"mobilenetv2": 0.96, "resnet50": 0.96}
+
+
+def test_trained_float_input_layers_help(trained_model, tmp_path) -> None:
+    """On the trained networks, static range with the input layer's activations float (the
+    default) has a lower mean error than with them int8 (quantize_input_layers)."""
+    name = trained_model[0]
+    everything = _quantized_agreement(
+        trained_model, tmp_path, "STATIC_RANGE", "quantize_input_layers: true"
+    )
+    default = _quantized_agreement(trained_model, tmp_path / "default", "STATIC_RANGE")
+    assert default[1] < FLOAT_INPUT_LAYERS_GAIN[name] * everything[1], (
+        name,
+        "default",
+        default,
+        "quantize_input_layers",
+        everything,
     )
