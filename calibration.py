@@ -445,7 +445,9 @@ def quantize_for_tpu(
     elif calls:
         reference, *_ = _run_float(module, calls, device, probe=False)
     float_inputs = mode != "weight-only" and not quantization.quantize_input_layers
-    input_layers = [op for op in quantizable_ops(module) if reads_model_input(op)]
+    float_layers = (
+        sum(reads_model_input(op) for op in quantizable_ops(module)) if float_inputs else 0
+    )
     smoothed = smooth_module(module, SMOOTHING_ALPHA) if smooth else 0
     quantize_module(module, mode, float_inputs)
     run_passes([CoreToTpuPass()], module)
@@ -453,7 +455,7 @@ def quantize_for_tpu(
     rows = sum(int(c[0].shape[0]) if c and c[0].ndim else 1 for c in calls)
     report = QuantizationReport(method, products, rows if calibrated else 0)
     report.smoothed = smoothed
-    report.float_input_layers = len(input_layers) if float_inputs else 0
+    report.float_input_layers = float_layers
     if reference is not None:
         from mlconv.backends.jax_backend import compile_module
 

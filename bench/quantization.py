@@ -5,9 +5,9 @@ full-integer converter on the same Keras model, calibration set and evaluation s
 
 A method with `/int8-inputs` quantizes the input layers' activations too
 (quantize_input_layers), one with `/plain` also runs without activation smoothing and bias
-correction (all three aids are on by default), to show what they bring. Each quantized model is compared with the Keras float model
-on the evaluation images: top-1
-agreement and relative error (per image max |q - f| / max |f|; mean and max over images). The
+correction (all three aids are on by default), to show what they bring. Each quantized model
+is compared with the Keras float model on the evaluation images: top-1 agreement and relative
+error (per image max |q - f| / max |f|; mean and max over images). The
 models and images are test/pytest/quant_models.py's: keras.applications models trained there
 (fixed seeds, its RECIPES; --size and --steps override them) on structured images of 32
 classes, their weights cached as the tests cache them.

@@ -563,25 +563,25 @@ def test_trained_keras_app_quantized(trained_model, tmp_path, method: str) -> No
     assert mean > 1e-4  # quantized: float would agree to ~1e-6
 
 
+def _assert_default_beats(trained_model, tmp_path, extra: str, gain: float, what: str) -> None:
+    """Static range's default mean error on the trained model is below `gain` times its error
+    with the quantization_options fields in `extra`."""
+    other = _quantized_agreement(trained_model, tmp_path, "STATIC_RANGE", extra)
+    default = _quantized_agreement(trained_model, tmp_path / "default", "STATIC_RANGE")
+    assert default[1] < gain * other[1], (trained_model[0], "default", default, what, other)
+
+
 def test_trained_accuracy_aids_help(trained_model, tmp_path) -> None:
     """On the trained networks, static range with activation smoothing, bias correction and
     float input layers (the default) has a lower mean error than with none of them
     (PLAIN_STATIC_GAIN)."""
-    name = trained_model[0]
-    plain = _quantized_agreement(
+    _assert_default_beats(
         trained_model,
         tmp_path,
-        "STATIC_RANGE",
         "disable_activation_smoothing: true disable_bias_correction: true "
         "quantize_input_layers: true",
-    )
-    default = _quantized_agreement(trained_model, tmp_path / "default", "STATIC_RANGE")
-    assert default[1] < PLAIN_STATIC_GAIN[name] * plain[1], (
-        name,
-        "default",
-        default,
+        PLAIN_STATIC_GAIN[trained_model[0]],
         "plain",
-        plain,
     )
 
 
@@ -593,15 +593,10 @@ FLOAT_INPUT_LAYERS_GAIN = {"mobilenetv2": 0.96, "resnet50": 0.96}
 def test_trained_float_input_layers_help(trained_model, tmp_path) -> None:
     """On the trained networks, static range with the input layer's activations float (the
     default) has a lower mean error than with them int8 (quantize_input_layers)."""
-    name = trained_model[0]
-    everything = _quantized_agreement(
-        trained_model, tmp_path, "STATIC_RANGE", "quantize_input_layers: true"
-    )
-    default = _quantized_agreement(trained_model, tmp_path / "default", "STATIC_RANGE")
-    assert default[1] < FLOAT_INPUT_LAYERS_GAIN[name] * everything[1], (
-        name,
-        "default",
-        default,
+    _assert_default_beats(
+        trained_model,
+        tmp_path,
+        "quantize_input_layers: true",
+        FLOAT_INPUT_LAYERS_GAIN[trained_model[0]],
         "quantize_input_layers",
-        everything,
     )
