@@ -26,6 +26,7 @@ included; packed sub-byte initializers are unpacked by `onnx.numpy_helper.to_arr
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 from collections import ChainMap
@@ -140,7 +141,7 @@ def _load(path: str) -> onnx.ModelProto:
     if os.path.isdir(path):
         raise FrontendError(f"{path}: is a folder, not an ONNX model file")
     try:
-        proto = onnx.load(path, load_external_data=False)
+        proto = _parse(path)
     except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as err:
         raise FrontendError(f"{path}: not a valid ONNX model: {_one_line(err)}") from None
     except OSError as err:
@@ -148,6 +149,26 @@ def _load(path: str) -> onnx.ModelProto:
     if proto.ir_version <= 0 or not proto.HasField("graph"):
         raise FrontendError(f"{path}: not a valid ONNX model: no IR version or no graph")
     return proto  # external data is read per initializer by _Weights, once
+
+
+def _parse(path: str) -> onnx.ModelProto:
+    """The ModelProto of a file, external data left out. A binary file is parsed straight from
+    its mapped pages: reading it into bytes first (as onnx.load does) copies every weight once
+    more (light VGG-19, 548 MB: 0.54 -> 0.25 s); text formats go through onnx.load."""
+    extension = os.path.splitext(path)[1]
+    if onnx.serialization.registry.get_format_from_file_extension(extension) not in (
+        None,
+        "protobuf",
+    ):
+        return onnx.load(path, load_external_data=False)
+    proto = onnx.ModelProto()
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size == 0:
+            return proto
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            with memoryview(mapped) as view:
+                proto.ParseFromString(view)
+    return proto
 
 
 # -- weights: read once, handed to the dense attributes as bytes ------------------------------

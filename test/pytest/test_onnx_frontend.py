@@ -215,6 +215,24 @@ def test_truncated(tmp_path, fraction):
     assert "\n" not in str(err.value)
 
 
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    with pytest.raises(FrontendError) as err:
+        import_onnx(str(path))
+    assert err.value.message == f"{path}: not a valid ONNX model: no IR version or no graph"
+
+
+def test_binary_and_text_formats_import_alike(tmp_path):
+    """A binary file is parsed from its mapped pages, a text-format one (.onnxtxt, told by its
+    extension as onnx.load tells it) through onnx.load: the same module either way."""
+    model = onnx.load(LIGHT[0])
+    binary, text = tmp_path / "model.onnx", tmp_path / "model.onnxtxt"
+    onnx.save(model, binary)
+    onnx.save(model, text)
+    assert str(import_onnx(str(text))) == str(import_onnx(str(binary)))
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(FrontendError, match="no such file"):
         import_onnx(tmp_path / "absent.onnx")
