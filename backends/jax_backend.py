@@ -126,7 +126,10 @@ LITERAL_BYTES = 16384
 arguments. resnet50 (light, XLA:CPU): 158 arguments -> 53, 26 fusions -> 15, XLA compile CPU
 0.61 -> 0.41 s; all literal instead costs 0.3 s more tracing and compiles no faster."""
 
-XLA_CPU_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+XLA_CPU_OPTIONS = {
+    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT",
+    "xla_backend_optimization_level": 2,
+}
 """XLA:CPU compile options (jaxlib 0.10): each dot is a YNNPACK library call of its own;
 convolutions stay with XLA's Eigen kernels and elementwise ops in XLA's loop fusions. XLA's
 default also hands convolutions to YNNPACK, and the wider library fusions (DOT, ELTWISE,
@@ -134,7 +137,15 @@ REDUCE) take elementwise neighbours too, which materializes every strided slice 
 (pooling and depthwise taps) and broadcast ReLU zeros. Measured per light model, ms per call
 (bench/xla_cpu_options.py, one process, idle), default / DOT+ELTWISE+REDUCE+CONV / this:
 squeezenet 6.5 / 6.9 / 5.6, shufflenet 12.4 / 18.7 / 9.8, inception_v1 21.5 / 24.8 / 20.4,
-inception_v2 26.4 / 27.8 / 22.9, resnet50 50.9 / 50.2 / 48.5."""
+inception_v2 26.4 / 27.8 / 22.9, resnet50 50.9 / 50.2 / 48.5.
+
+LLVM at -O2 rather than XLA's default -O3: what XLA:CPU compiles itself is elementwise loop
+fusions (dots and convolutions are library calls), where O3's extra loop passes buy nothing.
+XLA compile seconds O3 / O2, and ms per call O3 / O2, 6 interleaved cold rounds, one process:
+squeezenet 0.43 / 0.40 and 6.2 / 6.1, resnet50 0.56 / 0.52 and 49.4 / 49.5, inception_v2
+0.83 / 0.74 and 23.1 / 23.3, shufflenet 1.65 / 1.53 and 7.7 / 7.6, densenet121 1.52 / 1.36 and
+46.6 / 46.3, bvlc_alexnet 0.32 / 0.30 and 17.6 / 16.7. O1 compiles no faster than O2; O0 halves
+the compile but doubles squeezenet's latency."""
 
 
 @cache

@@ -8,14 +8,16 @@ again, as `jax_backend.CompiledRegion` jits it, under each of these XLA:CPU opti
 
 - `xla default`: no options (XLA also hands convolutions to YNNPACK);
 - `mlconv`: `jax_backend.XLA_CPU_OPTIONS`, what mlconv compiles with;
+- `mlconv at O3`: the same with LLVM at XLA's default -O3 instead of mlconv's -O2;
 - `dot+eltwise+reduce+conv`: YNNPACK library fusions of dots, elementwise ops, reductions and
   individual convolutions;
 - `dot`: YNNPACK library fusions of dots only.
 
 Printed per model and option set: XLA's compile time (wall and process CPU seconds of
-`Lowered.compile()`; tracing is the same for all and left out) and the latency of one call
-(inputs placed, outputs fetched, as CompiledRegion runs it), median of `--rounds` interleaved
-rounds (the order rotates per round) of `--runs` calls, beside onnxruntime's latency measured in
+`Lowered.compile()` with JAX's caches cleared first; tracing is the same for all and left out)
+and the latency of one call (inputs placed, outputs fetched, as CompiledRegion runs it), medians
+of `--rounds` interleaved rounds (the order rotates per round; each round compiles every set
+once and times `--runs` calls of each), beside onnxruntime's latency measured in
 the same process, and the ratio of each to onnxruntime's. Outputs are checked against the
 `mlconv` option set's and the model's against onnxruntime's, so a fast wrong answer cannot pass.
 Run it on an idle machine: under load onnxruntime's thread pool loses more than XLA does and the
@@ -107,29 +109,36 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
         return _interpret(block, {**literals, **dict(zip(weight_ops, weights, strict=True))}, xs)
 
     placed = [jax.device_put(a, device) for a in host_args]
-    runners, compile_s, first = {}, {}, {}
-    for label, options in OPTION_SETS.items():
-        lowered = jax.jit(program, compiler_options=options).lower(constants, *placed)
+    executables = {}
+
+    def compile_set(label: str) -> tuple[float, float] | None:
+        jax.clear_caches()
+        lowered = jax.jit(program, compiler_options=OPTION_SETS[label]).lower(constants, *placed)
         wall, cpu = time.perf_counter(), time.process_time()
         try:
-            executable = lowered.compile()
+            executables[label] = lowered.compile()
         except Exception as error:  # noqa: BLE001 - an option this jaxlib does not know
             print(f"{name:<14}{label:<25}(not compiled: {str(error).splitlines()[0][:60]})")
-            continue
-        compile_s[label] = (time.perf_counter() - wall, time.process_time() - cpu)
+            return None
+        return time.perf_counter() - wall, time.process_time() - cpu
 
-        def run(executable=executable):
-            xs = [jax.device_put(a, device) for a in host_args]
-            return [np.asarray(r) for r in executable(constants, *xs)]
+    def run(label: str) -> list[np.ndarray]:
+        xs = [jax.device_put(a, device) for a in host_args]
+        return [np.asarray(r) for r in executables[label](constants, *xs)]
 
-        runners[label], first[label] = run, run()
-    if not runners:
+    compile_s: dict[str, list[tuple[float, float]]] = {}
+    for label in OPTION_SETS:
+        if (seconds := compile_set(label)) is not None:
+            compile_s[label] = [seconds]
+    if not compile_s:
         raise SystemExit(f"{name}: no option set compiled")
+    first = {label: run(label) for label in compile_s}
     reference = first.get("mlconv", next(iter(first.values())))
     for label, got_outputs in first.items():
         for got, want in zip(got_outputs, reference, strict=True):
             if (error := relative_error(got, want)) > 1e-3:
                 raise SystemExit(f"{name} {label}: output differs from mlconv's ({error:.1e})")
+    runners = {label: (lambda label=label: run(label)) for label in compile_s}
     runners["onnxruntime"] = lambda: session.run(None, feeds)
 
     for fn in runners.values():  # warm-up
@@ -139,10 +148,13 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
     for round_index in range(args.rounds):
         shift = round_index % len(order)
         for key in order[shift:] + order[:shift]:
+            if round_index and key in compile_s and (seconds := compile_set(key)):
+                compile_s[key].append(seconds)  # round 0's compile is the one above
             times[key] += time_calls(runners[key], args.runs)
     ms = {k: statistics.median(v) for k, v in times.items()}
     for label in runners:
-        wall, cpu = compile_s.get(label, (float("nan"), float("nan")))
+        seconds = compile_s.get(label, [(float("nan"), float("nan"))])
+        wall, cpu = (statistics.median(column) for column in zip(*seconds, strict=True))
         compile_text = "" if label == "onnxruntime" else f"{wall:>10.2f}{cpu:>9.2f}"
         print(
             f"{name:<14}{label:<25}{compile_text:>19}{ms[label]:>9.2f}"
@@ -161,6 +173,7 @@ def main() -> None:
     from mlconv.backends.jax_backend import XLA_CPU_OPTIONS
 
     OPTION_SETS["mlconv"] = XLA_CPU_OPTIONS
+    OPTION_SETS["mlconv at O3"] = {**XLA_CPU_OPTIONS, "xla_backend_optimization_level": 3}
     print(
         f"batch 1, cpu, {args.rounds} rounds x {args.runs} runs, median; mlconv = {XLA_CPU_OPTIONS}"
     )
