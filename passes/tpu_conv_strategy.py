@@ -10,8 +10,9 @@ chosen per op (measured with bench/conv_forms.py on XLA:CPU, see the module cons
 
 - depthwise (one input channel per group, multiplier 1): shifted multiply-adds, one strided
   slice of the padded input times one filter tap per kernel position;
-- 1x1 without padding or groups: one `dot_general` over the channel axis (strided input sliced
-  first);
+- 1x1 without padding or groups: `conv_general_dilated` in NHWC / HWIO, like any dense
+  convolution (see `choose`; `pointwise_dot`, a `dot_general` over the channel axis, remains
+  the core of the block-diagonal grouped form);
 - grouped 1x1 (1 < groups < channels): with few channels one dense `dot_general` with a
   block-diagonal filter, otherwise one dot per group on its channel slice, concatenated (light
   ShuffleNet in one process, ms: 9.1 against 10.2 with one dot batched over the groups, the
@@ -261,8 +262,18 @@ def choose(c: Conv, device: str, x_shape: tuple[int, ...] = ()) -> Form | None:
         return None
     if c.depthwise:
         return depthwise_taps
-    if c.pointwise:
-        return pointwise_dot
+    # A 1x1 convolution stays a convolution: XLA:CPU rewrites it to a dot itself, after its
+    # fusion decisions. As our dot_general, its bitcast to a matrix was fused into the
+    # producer, which XLA then compiled twice when a 3x3 convolution read the same value
+    # (SqueezeNet's squeeze, Inception's reduce), and each epilogue differed from a 3x3's.
+    # Light models, distinct XLA loop kernels dot -> conv: squeezenet 30 -> 22, resnet50 41 ->
+    # 34, inception_v1 69 -> 58, inception_v2 52 -> 46; compile + first call (s) and ms per
+    # call, 5-6 interleaved cold rounds: squeezenet 0.42 -> 0.37 and 6.1 -> 5.7, resnet50 0.65
+    # -> 0.58 and 48.3 -> 46.5, inception_v2 0.90 -> 0.82 and 23.5 -> 22.7, densenet121 41.0
+    # against 45.6 ms; inception_v1 compiles 0.15 s faster but runs 21 -> 22 ms. Alone, a dot
+    # wins on small maps with many channels (bench/conv_forms.py: 2048->512 @7 0.76 against
+    # 1.13 ms), but keeping those as dots (a size rule: maps under 28x28) brought the twice
+    # compiled producers back and lost most of the gain on every model.
     if c.groups > 1 and c.kernel == (1, 1) and all(p == (0, 0) for p in c.padding):
         if c.in_channels <= BLOCK_DIAGONAL_CHANNELS:
             return grouped_block_diagonal

@@ -58,9 +58,9 @@ def test_weights_are_arguments_small_constants_literals() -> None:
     (region,) = compiled.regions
     # w1 (55 KiB) and w2 (36 KiB) are arguments; the biases and fc (3.8 KiB) are literals.
     assert sorted(c.shape for c in region.constants) == [
+        (1, 1, 96, 96),
         (3, 3, 16, 96),
-        (96, 96),
-    ]  # HWIO, 1x1 as dot
+    ]  # HWIO filters, the 1x1 one included (a convolution: see tpu_conv_strategy.choose)
     hlo = region._jitted.lower(region.constants, x).as_text()
     (signature,) = [line for line in hlo.splitlines() if "func.func public @main(" in line]
     assert signature.count("%arg") == len(region.constants) + 1  # the weights and x only
@@ -74,29 +74,70 @@ def _compiled_hlo(compiled: mlconv.backends.jax_backend.CompiledModule, x: np.nd
     return region._jitted.lower(region.constants, x).compile().as_text()
 
 
+def _mlp(widths: list[int]) -> tuple[object, np.ndarray]:
+    """MatMul + Add + Relu layers of the given widths, seeded He-normal weights."""
+    rng = np.random.default_rng(11)
+    nodes, inits, previous = [], [], "x"
+    for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:], strict=False)):
+        w = rng.standard_normal((fan_in, fan_out)) * np.sqrt(2 / fan_in)
+        inits += [
+            numpy_helper.from_array(w.astype(np.float32), f"w{i}"),
+            numpy_helper.from_array(rng.standard_normal(fan_out).astype(np.float32), f"b{i}"),
+        ]
+        nodes += [
+            helper.make_node("MatMul", [previous, f"w{i}"], [f"m{i}"], name=f"matmul{i}"),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"bias{i}"),
+            helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu{i}"),
+        ]
+        previous = f"r{i}"
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, widths[0]])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [8, widths[-1]])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(3).standard_normal((8, widths[0])).astype(np.float32)
+    return model, x
+
+
+def _without_options(monkeypatch: pytest.MonkeyPatch, model: object) -> object:
+    with monkeypatch.context() as patch:
+        patch.setattr(jax_backend, "compiler_options", lambda platform: None)
+        return mlconv.compile(model, device="cpu")
+
+
 def test_xla_cpu_options_dots_as_library_calls_same_outputs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """squeezenet (light, seeded random weights as test_api's: the shipped ConstantOfShape
-    fills drive activations towards overflow, where two programs may round inf differently):
-    with XLA_CPU_OPTIONS each dot (the 1x1 convolutions) is a YNNPACK call of its own, no
-    convolution or elementwise op is in a library fusion, and the outputs do not move."""
+    """With XLA_CPU_OPTIONS each dot (an MLP's MatMuls) is a YNNPACK call of its own, and
+    squeezenet (light, seeded random weights as test_api's: the shipped ConstantOfShape fills
+    drive activations towards overflow, where two programs may round inf differently), all
+    convolutions, has no library fusion at all (XLA's default hands convolutions to YNNPACK
+    too). Outputs do not move against the same programs compiled without the options, nor
+    against onnxruntime."""
     if jax_backend.compiler_options("cpu") is None:
         pytest.skip("this jaxlib has no XLA:CPU library fusion options")
+    mlp, features = _mlp([64, 96, 128, 80, 112, 72, 104, 88, 120, 64, 100, 76, 92])
+    optioned = mlconv.compile(mlp, device="cpu")
+    hlo = _compiled_hlo(optioned, features)
+    dots = [op for op in optioned.regions[0].region.body.walk() if op.name == "tpu.dot_general"]
+    assert hlo.count('"kind":"__ynn_fusion"') == len(dots) == 12
+    expected = onnxruntime_outputs(mlp, [features])[0]
+    np.testing.assert_allclose(
+        optioned(features)[0], _without_options(monkeypatch, mlp)(features)[0], rtol=1e-5
+    )
+    np.testing.assert_allclose(optioned(features)[0], expected, rtol=1e-4, atol=1e-5)
+
     rng = np.random.default_rng(5)
     x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
     calibration = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32)]
     shipped = onnx.load(str(LIGHT_MODELS / "light_squeezenet.onnx"))
     model = sensitivity.randomize_onnx_weights(shipped, seed=0, calibration=calibration)
     optioned = mlconv.compile(model, device="cpu")
-    hlo = _compiled_hlo(optioned, x)
-    library = hlo.count('"kind":"__ynn_fusion"')
-    dots = len(
-        [op for op in optioned.regions[0].region.body.walk() if op.name == "tpu.dot_general"]
-    )
-    assert library == dots > 10
-    monkeypatch.setattr(jax_backend, "compiler_options", lambda platform: None)
-    plain = mlconv.compile(model, device="cpu")
+    assert '"kind":"__ynn_fusion"' not in _compiled_hlo(optioned, x)
+    plain = _without_options(monkeypatch, model)
     np.testing.assert_allclose(optioned(x)[0], plain(x)[0], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(
         optioned(x)[0], onnxruntime_outputs(model, [x])[0], rtol=1e-4, atol=1e-6

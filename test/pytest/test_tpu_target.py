@@ -230,8 +230,10 @@ def test_depthwise_becomes_multiply_adds():
     for stage in target_passes("cpu"):
         stage.apply(ctx, module)
     convs = ops_named(module, "conv_general_dilated")
-    assert convs == []  # 1x1 as dot_general, depthwise as taps
-    assert len(ops_named(module, "dot_general")) == 2
+    # Depthwise as taps; the two 1x1 stay convolutions (NHWC, HWIO filters), ungrouped.
+    assert [tuple(op.operands[1].type.get_shape()[:2]) for op in convs] == [(1, 1), (1, 1)]
+    assert all(op.params()["feature_group_count"] == 1 for op in convs)
+    assert ops_named(module, "dot_general") == []
     assert len(ops_named(module, "slice")) >= 18
 
 

@@ -30,16 +30,16 @@ func.func @depthwise(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
 
 // -----
 
-// 1x1 convolution: a dot_general over the channel axis in NHWC with the filter pre-transposed
-// to a constant IxO matrix.
+// 1x1 convolution: a convolution in NHWC with the filter pre-transposed to a constant HWIO
+// tensor (XLA:CPU makes it a dot after fusing; see tpu_conv_strategy.choose).
 
 // CHECK-LABEL: func.func @pointwise
-// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{\[\[}}-1.000000e-01, 4.000000e-01], [1.400000e+00, 9.000000e-01], [-7.000000e-01, 1.000000e-01]]> : tensor<3x2xf32>}
+// CHECK:         %[[W:.*]] = tpu.constant {value = dense<{{\[\[\[\[}}-1.000000e-01, 4.000000e-01], [1.400000e+00, 9.000000e-01], [-7.000000e-01, 1.000000e-01]]]]> : tensor<1x1x3x2xf32>}
 // CHECK:         %[[T:.*]] = "tpu.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>}
-// CHECK:         %[[D:.*]] = "tpu.dot_general"(%[[T]], %[[W]]) {dimension_numbers = {{\[\[}}array<i64: 3>, array<i64: 0>], [array<i64>, array<i64>]]
+// CHECK:         %[[C:.*]] = "tpu.conv_general_dilated"(%[[T]], %[[W]]) {{.*}}lhs_spec = array<i64: 0, 3, 1, 2>, rhs_spec = array<i64: 3, 2, 0, 1>, out_spec = array<i64: 0, 3, 1, 2>}
 // CHECK-SAME:      -> tensor<1x4x4x2xf32>
-// CHECK:         "tpu.transpose"(%[[D]]) {permutation = array<i64: 0, 3, 1, 2>}
-// CHECK-NOT:     tpu.conv_general_dilated
+// CHECK:         "tpu.transpose"(%[[C]]) {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NOT:     tpu.dot_general
 func.func @pointwise(%x: tensor<1x3x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
   %0 = "tpu.region"(%x) ({
   ^bb0(%1: tensor<1x3x4x4xf32>):
@@ -56,12 +56,12 @@ func.func @pointwise(%x: tensor<1x3x4x4xf32>) -> (tensor<1x2x4x4xf32>) {
 
 // -----
 
-// A strided 1x1 convolution slices the input first.
+// A strided 1x1 convolution keeps its strides (no slice of the input first).
 
 // CHECK-LABEL: func.func @pointwise_strided
 // CHECK:         %[[T:.*]] = "tpu.transpose"
-// CHECK:         %[[S:.*]] = "tpu.slice"(%[[T]]) {start_indices = array<i64: 0, 0, 0, 0>, limit_indices = array<i64: 1, 4, 4, 3>, strides = array<i64: 1, 2, 2, 1>}
-// CHECK:         "tpu.dot_general"(%[[S]], %{{.*}}) {{.*}} -> tensor<1x2x2x2xf32>
+// CHECK-NOT:     tpu.slice
+// CHECK:         "tpu.conv_general_dilated"(%[[T]], %{{.*}}) {window_strides = array<i64: 2, 2>{{.*}} -> tensor<1x2x2x2xf32>
 func.func @pointwise_strided(%x: tensor<1x3x4x4xf32>) -> (tensor<1x2x2x2xf32>) {
   %0 = "tpu.region"(%x) ({
   ^bb0(%1: tensor<1x3x4x4xf32>):
