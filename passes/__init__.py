@@ -47,6 +47,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
     "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
     "tpu-fold-channel-shuffle": _ours("tpu_fold_channel_shuffle", "TpuFoldChannelShufflePass"),
+    "tpu-hoist-slices": _ours("tpu_hoist_slices", "TpuHoistSlicesPass"),
     "tpu-window-strategy": _ours("tpu_window_strategy", "TpuWindowStrategyPass"),
     "tpu-batch": _ours("tpu_batch", "TpuBatchPass"),
     "tpu-quantize": _ours("tpu_quantize", "TpuQuantizePass"),

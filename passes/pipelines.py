@@ -31,6 +31,7 @@ def target_passes(device: str) -> list[ModulePass]:
     from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
     from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
     from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
+    from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
 
@@ -40,6 +41,7 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuSinkTransposesPass(),
         TpuFoldChannelShufflePass(),
         TpuWindowStrategyPass(device=device),
+        TpuHoistSlicesPass(),
         TpuFoldConstantsPass(),
     ]
 
@@ -50,7 +52,7 @@ class CoreToTpuPipeline(ModulePass):
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
     tpu-conv-strategy{device}, tpu-sink-transposes, tpu-fold-channel-shuffle,
-    tpu-window-strategy{device}, tpu-fold-constants."""
+    tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""

@@ -147,6 +147,19 @@ def stem_block(g: Graph) -> str:
     return g.node("Flatten", [d])
 
 
+def shuffle_units_block(g: Graph) -> str:
+    """Two ShuffleNet residual units wider than BLOCK_DIAGONAL_CHANNELS (each grouped 1x1 one
+    dot per group): grouped 1x1, shuffle, depthwise, grouped 1x1, add the unit's input, ReLU."""
+    x = "x"
+    for _ in range(2):
+        a = g.conv(x, 192, 192, 1, group=4)
+        s = channel_shuffle(g, a, 4, 192, 4)
+        d = g.conv(s, 192, 192, 3, group=192, pad=1, act=None)
+        e = g.conv(d, 192, 192, 1, group=4, act=None)
+        x = g.node("Relu", [g.node("Add", [x, e])])
+    return g.node("Flatten", [g.node("GlobalAveragePool", [x])])
+
+
 def small_map_block(g: Graph) -> str:
     """ResNet's last stage at a small input: 3x3 convolutions of a 2x2 map (the kernel larger
     than the map: one dot of the patches), a strided one to 1x1, a residual add."""
@@ -164,6 +177,7 @@ CASES = {
     "shuffle": (shuffle_block, [1, 12, 8, 8]),
     "shuffle_v2": (shuffle_v2_block, [1, 3, 6, 6]),
     "dense": (dense_block, [1, 3, 8, 8]),
+    "shuffle_units": (shuffle_units_block, [1, 192, 4, 4]),
 }
 
 
@@ -175,6 +189,7 @@ LEFT_TRANSPOSES = {
     "stem": 2,
     "shuffle_v2": 1,
     "small_map": 1,
+    "shuffle_units": 1,
 }
 
 
@@ -348,6 +363,44 @@ def test_fold_channel_shuffle_numerics(case):
     TpuFoldChannelShufflePass().apply(ctx, module)
     module.verify()
     assert not [op for op in ops_named(module, "transpose") if len(op.params()["permutation"]) == 5]
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.1
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
+
+
+def test_hoist_slices_numerics():
+    """tpu-hoist-slices on the IR right before it: two wide ShuffleNet units, whose grouped 1x1
+    convolutions read their groups as channel slices of the whole activation, read them after
+    the pass from the per-group ops that computed them; only the first unit's slices of the
+    model input (its NHWC transpose) remain. The outputs do not move."""
+    from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
+
+    module, x = lowered("shuffle_units")
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        if isinstance(stage, TpuHoistSlicesPass):
+            break
+        stage.apply(ctx, module)
+
+    def sliced_group_inputs():
+        return [
+            dot.operands[0].owner.operands[0]
+            for dot in ops_named(module, "dot_general")
+            if dot.operands[0].owner.name == "tpu.slice"
+        ]
+
+    assert len(sliced_group_inputs()) == 16  # 4 grouped convolutions x 4 groups
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    TpuHoistSlicesPass().apply(ctx, module)
+    module.verify()
+    region_input = ops_named(module, "region")[0].body.block.args[0]
+    read = [value.owner for value in sliced_group_inputs()]
+    assert len(read) == 4 and len(set(read)) == 1
+    assert read[0].name == "tpu.transpose" and read[0].operands[0] is region_input
+    # the rest read per-group ops: the depthwise's bias adds and, across the residual path,
+    # the first unit's per-group ReLUs
+    owners = sorted(dot.operands[0].owner.name for dot in ops_named(module, "dot_general"))
+    assert owners == ["tpu.add"] * 8 + ["tpu.max"] * 4 + ["tpu.slice"] * 4
     (after,) = compile_module(module, "cpu")(x)
     assert np.abs(before).max() > 0.1
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
