@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import signal
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -124,10 +125,19 @@ def make_handler(model: Any) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class ServingHTTPServer(ThreadingHTTPServer):
+    """A thread per request, and a listen backlog as deep as the system allows: socketserver's
+    default of 5 made the kernel reset connections beyond it when 16 clients posted at once
+    (test_batching's burst, seen failing on a slow CI machine), which is what batching
+    serves."""
+
+    request_queue_size = socket.SOMAXCONN
+    daemon_threads = True
+
+
 def serve(model: Any, outdir: str, host: str = "127.0.0.1", port: int = 8500) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status."""
-    server = ThreadingHTTPServer((host, port), make_handler(model))
-    server.daemon_threads = True
+    server = ServingHTTPServer((host, port), make_handler(model))
     stop = threading.Event()
 
     def shutdown(*_: Any) -> None:
