@@ -129,7 +129,7 @@ def _openvino_int8_tolerance() -> float:
     int16 pair sums saturate (an AMD EPYC without VNNI: 2.5% of the range on one of two
     images, the other exact), so there only gross errors are caught."""
     try:
-        flags = open("/proc/cpuinfo").read()
+        flags = Path("/proc/cpuinfo").read_text()
     except OSError:
         return 5e-2
     return 1e-3 if ("avx512_vnni" in flags or "avx_vnni" in flags) else 5e-2
