@@ -9,7 +9,8 @@ one `InputError` line naming the input, what the model expects and what it got:
     input 'x': expected dtype float32, got float64
 
 A numpy array must have the declared dtype (no silent cast, as onnxruntime); a Python scalar
-or list is converted to it.
+or list is converted to it. A JAX array is checked the same way and kept as it is, so that an
+input already on the accelerator is not copied through the host (`CompiledModule.on_device`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, StringAttr, TensorType
@@ -58,10 +60,11 @@ class InputSpec:
             return "any shape"
         return "[" + ", ".join("?" if d < 0 else str(d) for d in self.dims) + "]"
 
-    def check(self, value: Any) -> np.ndarray:
-        """`value` as an array of this input's dtype; InputError where it contradicts the spec."""
-        if isinstance(value, np.ndarray | np.generic) or hasattr(value, "__array__"):
-            array = np.asarray(value)
+    def check(self, value: Any) -> np.ndarray | jax.Array:
+        """`value` as an array of this input's dtype (a JAX array stays one, where it is);
+        InputError where it contradicts the spec."""
+        if isinstance(value, jax.Array | np.ndarray | np.generic) or hasattr(value, "__array__"):
+            array = value if isinstance(value, jax.Array) else np.asarray(value)
             if self.dtype is not None and array.dtype != self.dtype:
                 raise InputError(
                     f"input '{self.name}': expected dtype {self.dtype.name}, got {array.dtype.name}"
@@ -85,7 +88,7 @@ class InputSpec:
 
 def bind_inputs(
     specs: Sequence[InputSpec], args: Sequence[Any], named: Mapping[str, Any]
-) -> list[np.ndarray]:
+) -> list[np.ndarray | jax.Array]:
     """The call's inputs in the model's order, each checked against its spec."""
     names = [spec.name for spec in specs]
     if named:

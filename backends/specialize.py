@@ -113,6 +113,11 @@ class SpecializingModule:
         return len(self._programs)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
+        return [np.asarray(r) for r in self.on_device(*args, **named)]
+
+    def on_device(self, *args: Any, **named: Any) -> list[Any]:
+        """As CompiledModule.on_device: JAX array inputs taken where they are, the outputs
+        left where the program computed them (on the host for a staged program's host part)."""
         arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
         shapes = tuple((a.shape, a.dtype.str) for a in arrays)
         if self.bound and shapes not in self._unstaged:  # backends/staged.py
@@ -122,8 +127,8 @@ class SpecializingModule:
             if staged is not None:
                 return staged(arrays)
             self._unstaged.add(shapes)
-        key = (shapes, tuple(arrays[i].tobytes() for i in self.bound))
-        return self._program(key, lambda: self._specialize(arrays))(*arrays)
+        key = (shapes, tuple(np.asarray(arrays[i]).tobytes() for i in self.bound))
+        return self._program(key, lambda: self._specialize(arrays)).on_device(*arrays)
 
     def _program(self, key: Any, make: Any) -> Any:
         """The cached program at `key`, made (and counted) on a miss; None is not cached."""

@@ -87,9 +87,17 @@ def input_arrays(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]
 
 
 class Mlconv:
-    """mlconv.compile's steps, timed one by one: import, passes, XLA compile (first call)."""
+    """mlconv.compile's steps, timed one by one: import, passes, XLA compile (first call);
+    `bf16` adds tpu-bf16 after the pipeline."""
 
-    def __init__(self, path: str, device: str, inputs: dict[str, np.ndarray], target_passes: bool):
+    def __init__(
+        self,
+        path: str,
+        device: str,
+        inputs: dict[str, np.ndarray],
+        target_passes: bool,
+        bf16: bool = False,
+    ):
         from mlconv.api import load_model, lower_to_core
         from mlconv.backends.jax_backend import compile_module
         from mlconv.dialects import make_context
@@ -105,6 +113,10 @@ class Mlconv:
         shapes = ";".join(f"{k}:" + ",".join(map(str, v.shape)) for k, v in inputs.items())
         CoreInferShapesPass(input_shapes=shapes).apply(ctx, module)
         CoreToTpuPipeline(device=device if target_passes else "").apply(ctx, module)
+        if bf16:
+            from mlconv.passes.tpu_bf16 import TpuBf16Pass
+
+            TpuBf16Pass().apply(ctx, module)
         self.passes_s = time.perf_counter() - start
         start = time.perf_counter()
         self.run = compile_module(module, device)

@@ -300,6 +300,14 @@ def write_onnx(name: str, exporter: str, path: str | os.PathLike) -> None:
         _export_keras(model, exporter, Path(path))
 
 
+def write_torchvision_onnx(arch: str, path: str | os.PathLike, size: int = 224) -> None:
+    """torchvision's `arch` built as MODELS' CNNs are (seeded random weights, calibrated
+    BatchNorm), exported by the TorchScript exporter with a dynamic batch and `size`x`size`
+    example images: a model outside MODELS, for the benchmarks (bench/gpu.py)."""
+    spec = Model("torch", _torchvision(arch, 0), _image(True, size))
+    _export_torch(spec.build(), spec, "torchscript", Path(path))
+
+
 def model_file(folder: Path, exporter: str) -> Path:
     """The file (or SavedModel folder) an exporter wrote into `folder`."""
     return folder / {"savedmodel": "saved_model", "tflite": "model.tflite"}.get(

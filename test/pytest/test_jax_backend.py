@@ -142,3 +142,36 @@ def test_xla_cpu_options_dots_as_library_calls_same_outputs(
     np.testing.assert_allclose(
         optioned(x)[0], onnxruntime_outputs(model, [x])[0], rtol=1e-4, atol=1e-6
     )
+
+
+def test_on_device_takes_and_returns_device_arrays() -> None:
+    """`on_device` gives the call's outputs as JAX arrays and takes JAX array inputs without a
+    host copy; the numbers are the numpy call's, a contradicting shape is still an InputError,
+    and a model with a dynamic batch (compiled per shape) does the same."""
+    import jax
+
+    from mlconv.errors import InputError
+
+    model, x = _cnn()
+    compiled = mlconv.compile(model, device="cpu")
+    placed = jax.device_put(x, jax.devices("cpu")[0])
+    (out,) = compiled.on_device(placed)
+    assert isinstance(out, jax.Array)
+    np.testing.assert_array_equal(np.asarray(out), compiled(x)[0])
+    np.testing.assert_allclose(
+        np.asarray(out), onnxruntime_outputs(model, [x])[0], rtol=1e-4, atol=1e-5
+    )
+    with pytest.raises(InputError, match=r"expected shape \[1, 16, 56, 56\], got \[1, 16, 8, 8\]"):
+        compiled.on_device(placed[:, :, :8, :8])
+
+    dynamic = onnx.ModelProto()
+    dynamic.CopyFrom(model)
+    for value in (*dynamic.graph.input, *dynamic.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    batch = np.random.default_rng(4).standard_normal((3, 16, 56, 56)).astype(np.float32)
+    specializing = mlconv.compile(dynamic, device="cpu")
+    (out,) = specializing.on_device(jax.device_put(batch, jax.devices("cpu")[0]))
+    assert isinstance(out, jax.Array) and out.shape == (3, 10)
+    np.testing.assert_allclose(
+        np.asarray(out), onnxruntime_outputs(dynamic, [batch])[0], rtol=1e-4, atol=1e-5
+    )
