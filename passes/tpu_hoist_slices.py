@@ -120,23 +120,31 @@ class Hoister:
     def __init__(self) -> None:
         self.pads: dict[tuple[Operation, Box], SSAValue] = {}
         self.work: deque[Operation] = deque()
+        # An op's params never change, and decoding them is what this pass spends its time
+        # on: a pooled or split activation is looked at once per slice reading it.
+        self.boxes: dict[Operation, Box | None] = {}
+
+    def box(self, op: Operation | None) -> Box | None:
+        if op not in self.boxes:
+            self.boxes[op] = _box(op)
+        return self.boxes[op]
 
     def run(self, module: ModuleOp) -> bool:
-        self.work.extend(op for op in module.walk() if _box(op) is not None)
+        self.work.extend(op for op in module.walk() if self.box(op) is not None)
         changed = False
         while self.work:
             op = self.work.popleft()
-            if op.parent is not None and _box(op) is not None:
+            if op.parent is not None and self.box(op) is not None:
                 changed |= self.hoist(op)
         return changed
 
     def hoist(self, op: Operation) -> bool:
         source = op.operands[0]
         producer = source.owner
-        start, limit = _box(op)
+        start, limit = self.box(op)
         if isinstance(producer, P["concatenate"]):
             return self._from_concatenate(op, producer, start, limit)
-        if _box(producer) is not None:
+        if self.box(producer) is not None:
             inner_start = producer.params()["start_indices"]
             shifted = [s + i for s, i in zip(start, inner_start, strict=True)]
             ends = [h + i for h, i in zip(limit, inner_start, strict=True)]
@@ -151,7 +159,7 @@ class Hoister:
     def _push(self, op: Operation, value: SSAValue) -> None:
         """Replace slice `op` by `value`, and look again at `value` if it is a slice."""
         _replace(op, value)
-        if _box(value.owner) is not None:
+        if self.box(value.owner) is not None:
             self.work.append(value.owner)
 
     def _from_concatenate(self, op: Operation, concat: Operation, start, limit) -> bool:
@@ -190,7 +198,7 @@ class Hoister:
             )
             Rewriter.insert_op(padded, InsertPoint.before(pad))
             self.pads[key] = padded.results[0]
-            if _box(part.owner) is not None:
+            if self.box(part.owner) is not None:
                 self.work.append(part.owner)
         padded_value = self.pads[key]
         rest_start = [0 if flat[a] else start[a] for a in range(len(shape))]
@@ -210,9 +218,9 @@ class Hoister:
         shape = _shape(value)
         users = [use.operation for use in value.uses]
         # in index order, so the parts (and the printed IR) do not depend on use order
-        slices = sorted(dict.fromkeys(u for u in users if _box(u) is not None), key=_box)
-        others = [u for u in users if _box(u) is None]
-        boxes = [_box(s) for s in slices]
+        slices = sorted(dict.fromkeys(u for u in users if self.box(u) is not None), key=self.box)
+        others = [u for u in users if self.box(u) is None]
+        boxes = [self.box(s) for s in slices]
         if len(slices) < 2 or len(producer.results) != 1:
             return False
         axis = _split_axis(boxes, shape)
@@ -236,7 +244,7 @@ class Hoister:
             )
             clone.location = producer.location
             Rewriter.insert_op(clone, InsertPoint.before(producer))
-            self.work.extend(v.owner for v in operands if _box(v.owner) is not None)
+            self.work.extend(v.owner for v in operands if self.box(v.owner) is not None)
             parts.append(clone.results[0])
             _replace(piece, clone.results[0])
         if others:  # the slices tile the axis, in order
@@ -246,7 +254,9 @@ class Hoister:
             Rewriter.insert_op(whole, InsertPoint.before(producer))
             value.replace_all_uses_with(whole.results[0])
             self.work.extend(
-                use.operation for use in whole.results[0].uses if _box(use.operation) is not None
+                use.operation
+                for use in whole.results[0].uses
+                if self.box(use.operation) is not None
             )
         producer.detach()
         producer.erase()
