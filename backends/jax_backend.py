@@ -145,7 +145,9 @@ XLA compile seconds O3 / O2, and ms per call O3 / O2, 6 interleaved cold rounds,
 squeezenet 0.43 / 0.40 and 6.2 / 6.1, resnet50 0.56 / 0.52 and 49.4 / 49.5, inception_v2
 0.83 / 0.74 and 23.1 / 23.3, shufflenet 1.65 / 1.53 and 7.7 / 7.6, densenet121 1.52 / 1.36 and
 46.6 / 46.3, bvlc_alexnet 0.32 / 0.30 and 17.6 / 16.7. O1 compiles no faster than O2; O0 halves
-the compile but doubles squeezenet's latency."""
+the compile but doubles squeezenet's latency. XLA's older LLVM IR loop emitters
+(`xla_cpu_use_fusion_emitters` false) compile squeezenet faster (0.44 / 0.53 s) but
+shufflenet and inception_v2 slower (3.63 / 2.97, 1.30 / 0.81 s), resnet50 equal."""
 
 
 @cache

@@ -9,6 +9,8 @@ again, as `jax_backend.CompiledRegion` jits it, under each of these XLA:CPU opti
 - `xla default`: no options (XLA also hands convolutions to YNNPACK);
 - `mlconv`: `jax_backend.XLA_CPU_OPTIONS`, what mlconv compiles with;
 - `mlconv at O3`: the same with LLVM at XLA's default -O3 instead of mlconv's -O2;
+- `mlconv, legacy emitters`: the same with XLA:CPU's older LLVM IR emitters for loop fusions
+  instead of its MLIR fusion emitters (`xla_cpu_use_fusion_emitters`);
 - `dot+eltwise+reduce+conv`: YNNPACK library fusions of dots, elementwise ops, reductions and
   individual convolutions;
 - `dot`: YNNPACK library fusions of dots only.
@@ -174,6 +176,10 @@ def main() -> None:
 
     OPTION_SETS["mlconv"] = XLA_CPU_OPTIONS
     OPTION_SETS["mlconv at O3"] = {**XLA_CPU_OPTIONS, "xla_backend_optimization_level": 3}
+    OPTION_SETS["mlconv, legacy emitters"] = {
+        **XLA_CPU_OPTIONS,
+        "xla_cpu_use_fusion_emitters": False,
+    }
     print(
         f"batch 1, cpu, {args.rounds} rounds x {args.runs} runs, median; mlconv = {XLA_CPU_OPTIONS}"
     )
