@@ -36,7 +36,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -58,7 +57,19 @@ def bf16_peak(kind: str) -> float | None:
     return next((peak for name, peak in BF16_PEAK_TFLOPS.items() if name in kind), None)
 
 
-class Naive:
+class Blocking:
+    """A program whose `dispatch()` starts a call on the device; calling it waits for it."""
+
+    def dispatch(self) -> list:
+        raise NotImplementedError
+
+    def __call__(self) -> list:
+        import jax
+
+        return jax.block_until_ready(self.dispatch())
+
+
+class Naive(Blocking):
     """jaxonnxruntime's translation of an ONNX model under one jax.jit: float initializers are
     jit arguments, the others (shapes, axes) stay static; `dtype` casts the float weights and
     inputs (bfloat16)."""
@@ -89,13 +100,8 @@ class Naive:
     def dispatch(self) -> list:
         return self.jitted(self.weights, self.inputs)
 
-    def __call__(self) -> list:
-        import jax
 
-        return jax.block_until_ready(self.dispatch())
-
-
-class OnDevice:
+class OnDevice(Blocking):
     """A latency.Mlconv program called on device-resident inputs."""
 
     def __init__(self, ours: latency.Mlconv, device) -> None:
@@ -107,31 +113,6 @@ class OnDevice:
 
     def dispatch(self) -> list:
         return self.ours.run.on_device(*self.args)
-
-    def __call__(self) -> list:
-        import jax
-
-        return jax.block_until_ready(self.dispatch())
-
-
-def relative_error(got: list[np.ndarray], want: list[np.ndarray]) -> float:
-    errors = []
-    for g, w in zip(got, want, strict=True):
-        scale = max(float(np.max(np.abs(w))), 1e-6)
-        errors.append(float(np.max(np.abs(np.asarray(g, np.float64) - w))) / scale)
-    return max(errors)
-
-
-def interleaved(runners: dict[str, Callable[[], object]], rounds: int, runs: int) -> dict:
-    """Median milliseconds per call of each runner, rounds interleaved."""
-    for fn in runners.values():
-        latency.time_calls(fn, 3)
-    times: dict[str, list[float]] = {k: [] for k in runners}
-    order = list(runners)
-    for index in range(rounds):
-        for key in order[index % len(order) :] + order[: index % len(order)]:
-            times[key] += latency.time_calls(runners[key], runs)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def latency_row(name: str, path: str, inputs, args, device) -> dict[str, float]:
@@ -155,11 +136,13 @@ def latency_row(name: str, path: str, inputs, args, device) -> dict[str, float]:
     except Exception as error:  # noqa: BLE001 - an op jaxonnxruntime does not convert
         print(f"({name}: jaxonnxruntime fails: {str(error).splitlines()[0][:100]})")
     for key, runner in runners.items():
-        error = relative_error(runner.first, expected)
+        error = max(
+            latency.relative_error(g, w) for g, w in zip(runner.first, expected, strict=True)
+        )
         if error > TOLERANCE:
             raise SystemExit(f"{name}: {key}'s output differs from onnxruntime's ({error:.1e})")
         row[f"{key}_error"] = error
-    median = interleaved(runners, args.rounds, args.runs)
+    median = latency.interleaved_medians(runners, args.rounds, args.runs, warmup=3)
     reference = median.get("naive", float("nan"))
     row.update(
         ours_ms=median["mlconv"],

@@ -137,6 +137,27 @@ def time_calls(fn, runs: int) -> list[float]:
     return times
 
 
+def relative_error(got, want) -> float:
+    """Largest absolute difference, relative to the largest magnitude of `want`."""
+    want = np.asarray(want, dtype=np.float64)
+    scale = max(float(np.max(np.abs(want))), 1e-6)
+    return float(np.max(np.abs(np.asarray(got, dtype=np.float64) - want))) / scale
+
+
+def interleaved_medians(runners: dict, rounds: int, runs: int, warmup: int = 2) -> dict:
+    """Median milliseconds per call of each runner: `warmup` calls each, then `rounds` rounds
+    of `runs` calls each, the runners' order rotating per round."""
+    for fn in runners.values():
+        time_calls(fn, warmup)
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    order = list(runners)
+    for round_index in range(rounds):
+        rotated = order[round_index % len(order) :] + order[: round_index % len(order)]
+        for key in rotated:
+            times[key] += time_calls(runners[key], runs)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def bench_model(
     name: str, path: str, args: argparse.Namespace, inputs: dict[str, np.ndarray] | None = None
 ) -> dict[str, float]:
@@ -157,9 +178,7 @@ def bench_model(
 
     ours = Mlconv(path, args.device, inputs, args.target_passes == "on")
     for got, want in zip(ours.first, expected, strict=True):
-        scale = max(float(np.max(np.abs(want))), 1e-6)
-        error = float(np.max(np.abs(np.asarray(got, dtype=np.float64) - want))) / scale
-        if error > 1e-3:
+        if (error := relative_error(got, want)) > 1e-3:
             raise SystemExit(
                 f"{name}: mlconv's output differs from onnxruntime's (relative {error:.1e})"
             )
@@ -169,15 +188,7 @@ def bench_model(
         "onnxruntime": lambda: session.run(None, feeds),
         "openvino": lambda: request.infer(ov_feeds),
     }
-    for fn in runners.values():  # warm-up
-        time_calls(fn, 2)
-    times: dict[str, list[float]] = {k: [] for k in runners}
-    order = list(runners)
-    for round_index in range(args.rounds):
-        rotated = order[round_index % len(order) :] + order[: round_index % len(order)]
-        for key in rotated:
-            times[key] += time_calls(runners[key], args.runs)
-    median = {k: statistics.median(v) for k, v in times.items()}
+    median = interleaved_medians(runners, args.rounds, args.runs)
     return {
         "mlconv/ort": median["mlconv"] / median["onnxruntime"],
         "ov/ort": median["openvino"] / median["onnxruntime"],

@@ -38,7 +38,7 @@ import numpy as np
 import onnx
 
 # Run as a script, bench/ is sys.path[0]; latency.py drops it from there when imported.
-from latency import LIGHT, input_arrays, light_path, randomize, time_calls
+from latency import LIGHT, input_arrays, light_path, randomize, relative_error, time_calls
 
 YNN_FUSION = "xla_cpu_experimental_ynn_fusion_type"
 OPTION_SETS = {
@@ -50,12 +50,6 @@ OPTION_SETS = {
     },
     "dot": {YNN_FUSION: "LIBRARY_FUSION_TYPE_DOT"},
 }
-
-
-def relative_error(got, want) -> float:
-    want = np.asarray(want, dtype=np.float64)
-    scale = max(float(np.max(np.abs(want))), 1e-6)
-    return float(np.max(np.abs(np.asarray(got, dtype=np.float64) - want))) / scale
 
 
 def region_args(compiled, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], list]:
