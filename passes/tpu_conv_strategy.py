@@ -113,12 +113,12 @@ def read_conv(op: tpu.PrimitiveOp) -> Conv | None:
 # --- the forms, as jax functions of NHWC data and HWIO filters ----------------------------------
 
 
-def conv_nhwc(x: Any, w: Any, c: Conv) -> Any:
+def conv_nhwc(x: Any, w: Any, c: Conv, filters: str = "HWIO") -> Any:
     from jax import lax
 
     return lax.conv_general_dilated(
         x, w, c.strides, c.padding, rhs_dilation=c.rhs_dilation,
-        dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=c.groups,
+        dimension_numbers=("NHWC", filters, "NHWC"), feature_group_count=c.groups,
         precision=c.precision, preferred_element_type=c.preferred,
     )  # fmt: skip
 
@@ -128,11 +128,7 @@ def conv_nhwc_ohwi(x: Any, w: Any, c: Conv) -> Any:
     time), cuDNN's layout on XLA:GPU."""
     from jax import lax
 
-    return lax.conv_general_dilated(
-        x, lax.transpose(w, (3, 0, 1, 2)), c.strides, c.padding, rhs_dilation=c.rhs_dilation,
-        dimension_numbers=("NHWC", "OHWI", "NHWC"), feature_group_count=c.groups,
-        precision=c.precision, preferred_element_type=c.preferred,
-    )  # fmt: skip
+    return conv_nhwc(x, lax.transpose(w, (3, 0, 1, 2)), c, filters="OHWI")
 
 
 def strided_taps(

@@ -144,8 +144,8 @@ class Hoister:
         start, limit = self.box(op)
         if isinstance(producer, P["concatenate"]):
             return self._from_concatenate(op, producer, start, limit)
-        if self.box(producer) is not None:
-            inner_start = producer.params()["start_indices"]
+        if (inner := self.box(producer)) is not None:
+            inner_start = inner[0]
             shifted = [s + i for s, i in zip(start, inner_start, strict=True)]
             ends = [h + i for h, i in zip(limit, inner_start, strict=True)]
             self._push(op, _slice(producer.operands[0], shifted, ends, op))
