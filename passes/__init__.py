@@ -46,6 +46,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-fold-constants": _ours("tpu_fold_constants", "TpuFoldConstantsPass"),
     "tpu-conv-strategy": _ours("tpu_conv_strategy", "TpuConvStrategyPass"),
     "tpu-sink-transposes": _ours("tpu_sink_transposes", "TpuSinkTransposesPass"),
+    "tpu-merge-epilogues": _ours("tpu_merge_epilogues", "TpuMergeEpiloguesPass"),
     "tpu-fold-channel-shuffle": _ours("tpu_fold_channel_shuffle", "TpuFoldChannelShufflePass"),
     "tpu-hoist-slices": _ours("tpu_hoist_slices", "TpuHoistSlicesPass"),
     "tpu-window-strategy": _ours("tpu_window_strategy", "TpuWindowStrategyPass"),

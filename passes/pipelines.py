@@ -32,6 +32,7 @@ def target_passes(device: str) -> list[ModulePass]:
     from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
     from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
     from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
+    from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
 
@@ -39,6 +40,7 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuFoldConstantsPass(),
         TpuConvStrategyPass(device=device),
         TpuSinkTransposesPass(),
+        TpuMergeEpiloguesPass(),
         TpuFoldChannelShufflePass(),
         TpuWindowStrategyPass(device=device),
         TpuHoistSlicesPass(),
@@ -51,7 +53,7 @@ class CoreToTpuPipeline(ModulePass):
     """Partial inference with every shape made static, fusion, then placement on the TPU:
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
-    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-fold-channel-shuffle,
+    tpu-conv-strategy{device}, tpu-sink-transposes, tpu-merge-epilogues, tpu-fold-channel-shuffle,
     tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants."""
 
     name = "core-to-tpu-pipeline"

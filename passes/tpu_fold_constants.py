@@ -45,7 +45,7 @@ def constant_value(value: SSAValue) -> np.ndarray | None:
 
 
 def constant(array: np.ndarray, location) -> tpu.ConstantOp:
-    op = tpu.ConstantOp.from_numpy(np.ascontiguousarray(array))
+    op = tpu.ConstantOp.from_numpy(np.asarray(array))  # its bytes are taken in C order
     op.location = location
     return op
 

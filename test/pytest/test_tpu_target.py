@@ -170,7 +170,24 @@ def small_map_block(g: Graph) -> str:
     return g.node("Flatten", [c])
 
 
+def fire_block(g: Graph) -> str:
+    """SqueezeNet's fire module twice (a squeeze 1x1, then a 1x1 and a 3x3 expand, each with
+    bias and ReLU, concatenated), then an Inception-style pair of batch norm + Clip branches
+    concatenated, and that concatenated with a max pool, whose branch ends differently."""
+    x, channels = "x", 8
+    for _ in range(2):
+        s = g.conv(x, channels, 4, 1, bn=False)
+        left, right = g.conv(s, 4, 4, 1, bn=False), g.conv(s, 4, 4, 3, pad=1, bn=False)
+        x, channels = g.node("Concat", [left, right], axis=1), 8
+    a = g.conv(x, 8, 4, 1, act="Clip")
+    b = g.conv(x, 8, 4, 3, pad=1, act="Clip")
+    p = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    y = g.node("Concat", [g.node("Concat", [a, b], axis=1), p], axis=1)
+    return g.node("Flatten", [g.node("GlobalAveragePool", [y])])
+
+
 CASES = {
+    "fire": (fire_block, [1, 8, 6, 6]),
     "stem": (stem_block, [1, 3, 16, 16]),
     "small_map": (small_map_block, [1, 8, 2, 2]),
     "mobile": (mobile_block, [1, 8, 8, 8]),
@@ -183,6 +200,7 @@ CASES = {
 
 # shuffle: its pool branch reads the NCHW input itself, so the concat stays NCHW.
 LEFT_TRANSPOSES = {
+    "fire": 1,
     "mobile": 1,
     "shuffle": 2,
     "dense": 2,
@@ -377,6 +395,51 @@ def test_fold_channel_shuffle_numerics(case):
     TpuFoldChannelShufflePass().apply(ctx, module)
     module.verify()
     assert not [op for op in ops_named(module, "transpose") if len(op.params()["permutation"]) == 5]
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.1
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
+
+
+def test_merge_epilogues_numerics():
+    """tpu-merge-epilogues on the IR right before it: the two fire modules' and the Clip
+    pair's concatenations read the convolutions themselves, each under one epilogue (bias
+    add, then ReLU or Clip's max and min); the concatenation with the max pool stays as it was. The outputs do
+    not move."""
+    from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
+    from mlconv.passes.tpu_sink_transposes import ELEMENTWISE
+
+    module, x = lowered("fire")
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        if isinstance(stage, TpuMergeEpiloguesPass):
+            break
+        stage.apply(ctx, module)
+
+    def producers() -> list[list[str]]:
+        return [[v.owner.name for v in op.operands] for op in ops_named(module, "concatenate")]
+
+    def elementwise_ops() -> int:
+        return sum(1 for op in module.walk() if getattr(op, "PRIMITIVE", None) in ELEMENTWISE)
+
+    assert sorted(producers()) == [
+        ["tpu.concatenate", "tpu.reduce_window_max"],
+        ["tpu.max", "tpu.max"],
+        ["tpu.max", "tpu.max"],
+        ["tpu.min", "tpu.min"],
+    ]
+    count = elementwise_ops()
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    TpuMergeEpiloguesPass().apply(ctx, module)
+    module.verify()
+    convolution = "tpu.conv_general_dilated"
+    assert sorted(producers()) == [
+        [convolution, convolution],
+        [convolution, convolution],
+        [convolution, convolution],
+        ["tpu.min", "tpu.reduce_window_max"],
+    ]
+    # per merged pair one bias add and its ReLU (max), or its Clip (max, min)
+    assert elementwise_ops() == count - 7
     (after,) = compile_module(module, "cpu")(x)
     assert np.abs(before).max() > 0.1
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
