@@ -4,8 +4,9 @@
 
 Models: the nine light ONNX models of the onnx wheel with seeded random weights (as
 bench/latency.py). For each model the two compilers run in `--rounds` interleaved rounds (the
-order alternates per round); each round starts cold: mlconv's trace cache and JAX's caches are
-cleared, so no round reuses an earlier round's work. Both sides include their first inference
+order alternates per round); each round starts cold: mlconv's trace cache, its shared tpu
+parameter attributes and types, and JAX's caches are cleared, so no round reuses an earlier
+round's work. Both sides include their first inference
 (XLA compiles on mlconv's first call). Reported: the median wall time and the median CPU time of
 the process (all threads, and children it waited for) of each side, and their ratios mlconv / OpenVINO. Timings on a shared
 machine swing, so compare only the ratios of one run.
@@ -38,9 +39,13 @@ def cold() -> None:
     """Forget what an earlier compile traced or compiled."""
     import jax
 
+    from mlconv.dialects.tpu import clear_param_caches
+    from mlconv.passes.tpu_sink_transposes import clear_type_cache
     from mlconv.semantics.tracing import clear_traces
 
     clear_traces()
+    clear_param_caches()
+    clear_type_cache()
     jax.clear_caches()
 
 

@@ -19,6 +19,7 @@ to its last.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,19 @@ def _shape(value: SSAValue) -> list[int]:
 
 
 def _tensor(value_type: Any, shape: list[int]) -> TensorType:
-    return TensorType(value_type.get_element_type(), shape)
+    return _tensor_type(value_type.get_element_type(), tuple(shape))
+
+
+@lru_cache(maxsize=1 << 14)
+def _tensor_type(element: Any, shape: tuple[int, ...]) -> TensorType:
+    """Types are immutable values: the rewrites here and in tpu-hoist-slices make thousands of
+    few distinct ones, and building one (verification included) cost more than the rewrite."""
+    return TensorType(element, list(shape))
+
+
+def clear_type_cache() -> None:
+    """Forget the shared tensor types (for cold-start timings)."""
+    _tensor_type.cache_clear()
 
 
 def _make(
