@@ -219,6 +219,18 @@ def lowered(case: str):
     return module, x
 
 
+def lowered_before(case: str, stage_class: type) -> tuple:
+    """`case` lowered to tpu ops and through the cpu target passes before the first
+    `stage_class` one: (module, input, context), the IR a pass's numeric test starts from."""
+    module, x = lowered(case)
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        if isinstance(stage, stage_class):
+            break
+        stage.apply(ctx, module)
+    return module, x, ctx
+
+
 def ops_named(module, name: str) -> list:
     return [op for op in module.walk() if op.name == f"tpu.{name}"]
 
@@ -383,12 +395,7 @@ def test_fold_channel_shuffle_numerics(case):
     their concatenation in `shuffle_v2`) and the outputs do not move."""
     from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
 
-    module, x = lowered(case)
-    ctx = make_context()
-    for stage in target_passes("cpu"):
-        if isinstance(stage, TpuFoldChannelShufflePass):
-            break
-        stage.apply(ctx, module)
+    module, x, ctx = lowered_before(case, TpuFoldChannelShufflePass)
     rank5 = [op for op in ops_named(module, "transpose") if len(op.params()["permutation"]) == 5]
     assert len(rank5) == 1
     (before,) = compile_module(module.clone(), "cpu")(x)
@@ -403,17 +410,12 @@ def test_fold_channel_shuffle_numerics(case):
 def test_merge_epilogues_numerics():
     """tpu-merge-epilogues on the IR right before it: the two fire modules' and the Clip
     pair's concatenations read the convolutions themselves, each under one epilogue (bias
-    add, then ReLU or Clip's max and min); the concatenation with the max pool stays as it was. The outputs do
-    not move."""
+    add, then ReLU or Clip's max and min); the concatenation with the max pool stays as it
+    was. The outputs do not move."""
     from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
     from mlconv.passes.tpu_sink_transposes import ELEMENTWISE
 
-    module, x = lowered("fire")
-    ctx = make_context()
-    for stage in target_passes("cpu"):
-        if isinstance(stage, TpuMergeEpiloguesPass):
-            break
-        stage.apply(ctx, module)
+    module, x, ctx = lowered_before("fire", TpuMergeEpiloguesPass)
 
     def producers() -> list[list[str]]:
         return [[v.owner.name for v in op.operands] for op in ops_named(module, "concatenate")]
@@ -452,12 +454,7 @@ def test_hoist_slices_numerics():
     model input (its NHWC transpose) remain. The outputs do not move."""
     from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
 
-    module, x = lowered("shuffle_units")
-    ctx = make_context()
-    for stage in target_passes("cpu"):
-        if isinstance(stage, TpuHoistSlicesPass):
-            break
-        stage.apply(ctx, module)
+    module, x, ctx = lowered_before("shuffle_units", TpuHoistSlicesPass)
 
     def sliced_group_inputs():
         return [
