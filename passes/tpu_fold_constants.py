@@ -45,7 +45,8 @@ def constant_value(value: SSAValue) -> np.ndarray | None:
 
 
 def constant(array: np.ndarray, location) -> tpu.ConstantOp:
-    op = tpu.ConstantOp.from_numpy(np.asarray(array))  # its bytes are taken in C order
+    # not ascontiguousarray, which makes a 0-d array 1-d: from_numpy takes the bytes in C order
+    op = tpu.ConstantOp.from_numpy(array)
     op.location = location
     return op
 
