@@ -50,6 +50,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-fold-channel-shuffle": _ours("tpu_fold_channel_shuffle", "TpuFoldChannelShufflePass"),
     "tpu-hoist-slices": _ours("tpu_hoist_slices", "TpuHoistSlicesPass"),
     "tpu-window-strategy": _ours("tpu_window_strategy", "TpuWindowStrategyPass"),
+    "tpu-materialize-activations": _ours(
+        "tpu_materialize_activations", "TpuMaterializeActivationsPass"
+    ),
     "tpu-batch": _ours("tpu_batch", "TpuBatchPass"),
     "tpu-quantize": _ours("tpu_quantize", "TpuQuantizePass"),
     "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),

@@ -32,6 +32,7 @@ def target_passes(device: str) -> list[ModulePass]:
     from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
     from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
     from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
+    from mlconv.passes.tpu_materialize_activations import TpuMaterializeActivationsPass
     from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
@@ -45,6 +46,8 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuWindowStrategyPass(device=device),
         TpuHoistSlicesPass(),
         TpuFoldConstantsPass(),
+        # XLA:GPU and TPU fuse by cost models of their own: measured on XLA:CPU only
+        *([TpuMaterializeActivationsPass()] if device == "cpu" else []),
     ]
 
 
@@ -54,7 +57,8 @@ class CoreToTpuPipeline(ModulePass):
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
     tpu-conv-strategy{device}, tpu-sink-transposes, tpu-merge-epilogues, tpu-fold-channel-shuffle,
-    tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants."""
+    tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants, and for cpu
+    tpu-materialize-activations."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""

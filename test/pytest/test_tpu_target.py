@@ -186,6 +186,18 @@ def fire_block(g: Graph) -> str:
     return g.node("Flatten", [g.node("GlobalAveragePool", [y])])
 
 
+def residual_block(g: Graph) -> str:
+    """A stem convolution, then ResNet's bottleneck block three times over one map (1x1, 3x3,
+    1x1 convolutions with batch norm, the block's input added, ReLU)."""
+    x = g.conv("x", 3, 16, 3, pad=1)
+    for _ in range(3):
+        a = g.conv(x, 16, 8, 1)
+        b = g.conv(a, 8, 8, 3, pad=1)
+        c = g.conv(b, 8, 16, 1, act=None)
+        x = g.node("Relu", [g.node("Add", [x, c])])
+    return g.node("Flatten", [g.node("GlobalAveragePool", [x])])
+
+
 CASES = {
     "fire": (fire_block, [1, 8, 6, 6]),
     "stem": (stem_block, [1, 3, 16, 16]),
@@ -195,6 +207,7 @@ CASES = {
     "shuffle_v2": (shuffle_v2_block, [1, 3, 6, 6]),
     "dense": (dense_block, [1, 3, 8, 8]),
     "shuffle_units": (shuffle_units_block, [1, 192, 4, 4]),
+    "residual": (residual_block, [1, 3, 8, 8]),
 }
 
 
@@ -208,6 +221,7 @@ LEFT_TRANSPOSES = {
     "shuffle_v2": 1,
     "small_map": 1,
     "shuffle_units": 1,
+    "residual": 1,
 }
 
 
@@ -478,3 +492,72 @@ def test_hoist_slices_numerics():
     (after,) = compile_module(module, "cpu")(x)
     assert np.abs(before).max() > 0.1
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
+
+
+def loop_fusion_operands(module, x) -> list[int]:
+    """The operand count of each loop fusion XLA:CPU makes of the module's (one) region."""
+    import re
+
+    region = compile_module(module, "cpu").regions[0]
+    hlo = region._jitted.lower(region.constants, x).compile().as_text()
+    entry = hlo[hlo.index("\nENTRY") :]
+    return [
+        len(operands.split(", ")) for operands in re.findall(r"fusion\((.*?)\), kind=kLoop", entry)
+    ]
+
+
+def test_materialize_activations_numerics():
+    """tpu-materialize-activations on the IR right before it: the ReLUs that a convolution
+    and the next residual add both read (the stem's and the first two blocks') become
+    selects, the last block's (read by the pooling alone) stays. XLA:CPU then computes each
+    once: no loop fusion recomputes the residual chain (before, the last block's add reads
+    every earlier block's convolution and bias). The outputs are the same, bit for bit."""
+    from mlconv.passes.tpu_materialize_activations import TpuMaterializeActivationsPass
+
+    module, x, ctx = lowered_before("residual", TpuMaterializeActivationsPass)
+    relus = len(ops_named(module, "max"))
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    operands_before = loop_fusion_operands(module.clone(), x)
+    TpuMaterializeActivationsPass().apply(ctx, module)
+    module.verify()
+    assert len(ops_named(module, "select_n")) == 3
+    assert len(ops_named(module, "max")) == relus - 3
+    operands_after = loop_fusion_operands(module.clone(), x)
+    assert max(operands_before) >= 6 and max(operands_after) <= 3
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.1
+    np.testing.assert_array_equal(after, before)
+
+
+def test_materialize_activations_special_values():
+    """The select forms of max(x, 0) and min(6, x) give what max and min give for NaN and the
+    infinities."""
+    from xdsl.parser import Parser
+
+    from mlconv.passes.tpu_materialize_activations import TpuMaterializeActivationsPass
+
+    t = "tensor<5xf32>"
+    text = f"""
+    func.func @main(%x: {t}) -> ({t}, {t}, {t}, {t}) {{
+      %0:4 = "tpu.region"(%x) ({{
+      ^bb0(%1: {t}):
+        %z = tpu.constant {{value = dense<0.000000e+00> : tensor<f32>}} : tensor<f32>
+        %six = tpu.constant {{value = dense<6.000000e+00> : tensor<f32>}} : tensor<f32>
+        %r = "tpu.max"(%1, %z) : ({t}, tensor<f32>) -> {t}
+        %c = "tpu.min"(%six, %1) : (tensor<f32>, {t}) -> {t}
+        %n = "tpu.neg"(%r) : ({t}) -> {t}
+        %m = "tpu.neg"(%c) : ({t}) -> {t}
+        tpu.yield %r, %c, %n, %m : {t}, {t}, {t}, {t}
+      }}) {{device = "tpu"}} : ({t}) -> ({t}, {t}, {t}, {t})
+      func.return %0#0, %0#1, %0#2, %0#3 : {t}, {t}, {t}, {t}
+    }}"""
+    module = Parser(make_context(), text).parse_module()
+    x = np.array([-np.inf, -2.0, np.nan, 7.0, np.inf], np.float32)
+    before = compile_module(module.clone(), "cpu")(x)
+    TpuMaterializeActivationsPass().apply(make_context(), module)
+    assert len(ops_named(module, "select_n")) == 2 and not ops_named(module, "max")
+    after = compile_module(module, "cpu")(x)
+    np.testing.assert_array_equal(before[0], [0, 0, np.nan, 7, np.inf])
+    np.testing.assert_array_equal(before[1], [-np.inf, -2, np.nan, 6, 6])
+    for got, want in zip(after, before, strict=True):
+        np.testing.assert_array_equal(got, want)
