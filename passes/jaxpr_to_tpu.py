@@ -146,3 +146,17 @@ def _emit_scan(emitter: JaxprEmitter, eqn: Any, inputs: list[SSAValue]) -> list[
 
 CONTROL_EMITTERS = {"cond": _emit_cond, "while": _emit_while, "scan": _emit_scan}
 """jax control-flow primitive -> how its structural tpu op is emitted."""
+
+
+def replace_with_jaxpr(op: Operation, closed_jaxpr: Any, operands: Sequence[SSAValue]) -> None:
+    """Replace single-result `op` by the tpu ops of `closed_jaxpr` applied to `operands`,
+    emitted right before it with its location: how a target pass swaps an op for another
+    form of the same function, traced from JAX. The form must keep the result's type."""
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    emitter = JaxprEmitter(lambda new: Rewriter.insert_op(new, InsertPoint.before(op)), op.location)
+    (result,) = emitter.emit(closed_jaxpr, operands)
+    if result.type != op.results[0].type:
+        raise AssertionError(f"a rewrite changed the result type of {op.name}")
+    op.results[0].replace_all_uses_with(result)
+    Rewriter.erase_op(op)

@@ -46,8 +46,7 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuWindowStrategyPass(device=device),
         TpuHoistSlicesPass(),
         TpuFoldConstantsPass(),
-        # XLA:GPU and TPU fuse by cost models of their own: measured on XLA:CPU only
-        *([TpuMaterializeActivationsPass()] if device == "cpu" else []),
+        TpuMaterializeActivationsPass(device=device),
     ]
 
 
@@ -57,8 +56,8 @@ class CoreToTpuPipeline(ModulePass):
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
     tpu-conv-strategy{device}, tpu-sink-transposes, tpu-merge-epilogues, tpu-fold-channel-shuffle,
-    tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants, and for cpu
-    tpu-materialize-activations."""
+    tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants,
+    tpu-materialize-activations{device}."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""

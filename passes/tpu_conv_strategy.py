@@ -43,11 +43,10 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dialects import tpu
 from mlconv.errors import OptionError
-from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
+from mlconv.passes.jaxpr_to_tpu import replace_with_jaxpr
 from mlconv.passes.tpu_fold_constants import NUMPY, constant_value
 
 DEVICES = ("cpu", "gpu", "tpu")
@@ -388,12 +387,7 @@ def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None
             )
 
         traced, operands = jax.make_jaxpr(fn)(x_struct, w_struct), [x_value, w_value]
-    emitter = JaxprEmitter(lambda new: Rewriter.insert_op(new, InsertPoint.before(op)), op.location)
-    (result,) = emitter.emit(traced, operands)
-    if result.type != op.results[0].type:
-        raise AssertionError(f"{form.__name__} changed the result type of {op.name}")
-    op.results[0].replace_all_uses_with(result)
-    Rewriter.erase_op(op)
+    replace_with_jaxpr(op, traced, operands)
 
 
 def _dtype(tensor_type: Any) -> np.dtype:

@@ -1,7 +1,8 @@
 """tpu-materialize-activations: a clamp at a constant that a library call shares with
 elementwise ops is computed once, not again inside each elementwise reader (XLA:CPU).
 
-Input/output: tpu dialect. XLA's instruction fusion copies an elementwise op into every fusion
+Input/output: tpu dialect. Option `device` = cpu | gpu | tpu; only cpu rewrites (XLA:GPU and
+TPU fuse by cost models of their own). XLA's instruction fusion copies an elementwise op into every fusion
 that reads it when the op is "effectively unary", one full-size operand and the rest scalars
 or broadcasts, as a ReLU `max(x, 0)` is: the copy reads x where it would have read max(x, 0),
 which costs nothing more. A residual network's block output is such a ReLU, read by the next
@@ -45,11 +46,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
-from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
+from mlconv.passes.jaxpr_to_tpu import replace_with_jaxpr
+from mlconv.passes.tpu_conv_strategy import check_device
 from mlconv.passes.tpu_fold_constants import constant_value, erase_dead
 from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, REDUCTIONS
 
@@ -122,24 +123,23 @@ def materialize_activations(module: ModuleOp) -> None:
         index, bound = found
         x = op.operands[index]
         traced = _select_form(op.PRIMITIVE, bound, x.type, traces)
-        emitter = JaxprEmitter(
-            lambda new, op=op: Rewriter.insert_op(new, InsertPoint.before(op)), op.location
-        )
-        (result,) = emitter.emit(traced, [x])
-        op.results[0].replace_all_uses_with(result)
-        Rewriter.erase_op(op)
+        replace_with_jaxpr(op, traced, [x])
     erase_dead(module)
 
 
 @dataclass(frozen=True)
 class TpuMaterializeActivationsPass(ModulePass):
-    """tpu-materialize-activations: a clamp at a constant (ReLU's max(x, 0)) read by a library
-    call and by elementwise ops becomes a select, which XLA:CPU computes once."""
+    """tpu-materialize-activations: on `device` cpu, a clamp at a constant (ReLU's max(x, 0))
+    read by a library call and by elementwise ops becomes a select, which XLA:CPU computes
+    once; gpu and tpu, whose XLA fuses by cost models of its own, keep it."""
 
     name = "tpu-materialize-activations"
+    device: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        materialize_activations(op)
+        check_device(self.name, self.device)
+        if self.device == "cpu":
+            materialize_activations(op)
 
 
 __all__ = ["LOOP_FUSIBLE", "TpuMaterializeActivationsPass", "materialize_activations"]

@@ -32,11 +32,10 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
-from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
+from mlconv.passes.jaxpr_to_tpu import replace_with_jaxpr
 from mlconv.passes.tpu_conv_strategy import check_device, strided_taps
 
 MAX_TAPS = 64
@@ -90,12 +89,7 @@ def rewrite(op: tpu.PrimitiveOp, traces: dict) -> None:
     key = (kind, repr(sorted(params.items())), struct.shape, struct.dtype)
     if key not in traces:
         traces[key] = jax.make_jaxpr(lambda x: window_slices(x, kind, params))(struct)
-    emitter = JaxprEmitter(lambda new: Rewriter.insert_op(new, InsertPoint.before(op)), op.location)
-    (result,) = emitter.emit(traces[key], [op.operands[0]])
-    if result.type != op.results[0].type:
-        raise AssertionError(f"tpu-window-strategy changed the result type of {op.name}")
-    op.results[0].replace_all_uses_with(result)
-    Rewriter.erase_op(op)
+    replace_with_jaxpr(op, traces[key], [op.operands[0]])
 
 
 WINDOW_PRIMITIVES = ("reduce_window_max", "reduce_window_min", "reduce_window_sum")

@@ -1,4 +1,11 @@
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-materialize-activations)' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-materialize-activations{device=cpu})' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-materialize-activations{device=gpu})' --split-input-file | filecheck %s --check-prefix=GPU
+// RUN: not mlconv-opt %s -p 'tpu-materialize-activations{device=npu}' 2>&1 | filecheck %s --check-prefix=BAD
+
+// BAD: error: tpu-materialize-activations: unknown device 'npu' (expected cpu, gpu or tpu)
+
+// XLA:GPU fuses by a cost model of its own: on gpu every clamp stays as it came.
+// GPU-NOT: tpu.select_n
 
 // A residual block's ReLU, read by a dot (the next block's 1x1 convolution) and by the next
 // residual add: it becomes select(x <= 0, 0, x), which XLA:CPU computes once.
