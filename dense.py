@@ -17,6 +17,8 @@ back as that integer value, so such constants do not survive printing; in memory
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -97,8 +99,21 @@ def numpy_dtype(element: Attribute) -> np.dtype:
 
 def tensor_type(shape: tuple[int | None, ...] | list[int], dtype: np.dtype | type) -> TensorType:
     """A ranked tensor type; `None` or a negative entry is a dynamic dimension (`?`)."""
-    dims = [DYNAMIC_INDEX if d is None or d < 0 else int(d) for d in shape]
-    return TensorType(element_type(dtype), dims)
+    dims = tuple(DYNAMIC_INDEX if d is None or d < 0 else int(d) for d in shape)
+    return shared_tensor_type(element_type(dtype), dims)
+
+
+@lru_cache(maxsize=1 << 14)
+def shared_tensor_type(element: Attribute, dims: tuple[int, ...]) -> TensorType:
+    """One TensorType per element type and shape, shared: types are immutable values, a model
+    repeats a few thousand of a few hundred distinct ones, and building one (verification
+    included) costs more than many of the rewrites that ask for it."""
+    return TensorType(element, list(dims))
+
+
+def clear_type_cache() -> None:
+    """Forget the shared tensor types (for cold-start timings)."""
+    shared_tensor_type.cache_clear()
 
 
 def to_dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:

@@ -39,8 +39,8 @@ def cold() -> None:
     """Forget what an earlier compile traced or compiled."""
     import jax
 
+    from mlconv.dense import clear_type_cache
     from mlconv.dialects.tpu import clear_param_caches
-    from mlconv.passes.tpu_sink_transposes import clear_type_cache
     from mlconv.semantics.tracing import clear_traces
 
     clear_traces()

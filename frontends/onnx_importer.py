@@ -60,7 +60,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 
-from mlconv.dense import element_type, to_dense_attr
+from mlconv.dense import element_type, shared_tensor_type, to_dense_attr
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.errors import FrontendError, MlconvError
 from mlconv.frontends.names import name_hint
@@ -274,20 +274,13 @@ class _Weights:
             )
         if sys.byteorder == "big" and dtype.itemsize > 1:
             raw = np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype).tobytes()
-        return DenseIntOrFPElementsAttr(_tensor_type(element, tuple(dims)), BytesAttr(raw))
+        return DenseIntOrFPElementsAttr(shared_tensor_type(element, tuple(dims)), BytesAttr(raw))
 
 
 def _value_name(name: str) -> str | None:
     """An SSA name hint for an ONNX value name (None where nothing usable is left), stable
     through a textual round trip (`frontends.names`)."""
     return name_hint(name)
-
-
-@lru_cache(maxsize=4096)
-def _tensor_type(element: Attribute, dims: tuple[int, ...]) -> TensorType:
-    """One (verified) TensorType per element type and shape: a model repeats a few, and
-    building one is most of what importing a value's type costs."""
-    return TensorType(element, list(dims))
 
 
 @lru_cache(maxsize=4096)
@@ -394,7 +387,7 @@ class _Importer:
             d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else DYNAMIC_INDEX
             for d in tensor.shape.dim
         ]
-        return _tensor_type(elem, tuple(dims))
+        return shared_tensor_type(elem, tuple(dims))
 
     @staticmethod
     def _record_types(graph: onnx.GraphProto, types: ChainMap) -> None:

@@ -17,12 +17,12 @@ import numpy as np
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from mlconv.dense import element_type
+from mlconv.dense import element_type, shared_tensor_type
 from mlconv.dialects import tpu
 
 
 def aval_type(aval: Any) -> TensorType:
-    return TensorType(element_type(np.dtype(aval.dtype)), list(aval.shape))
+    return shared_tensor_type(element_type(np.dtype(aval.dtype)), tuple(aval.shape))
 
 
 class JaxprEmitter:

@@ -19,7 +19,6 @@ to its last.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from mlconv.dense import shared_tensor_type
 from mlconv.dialects import tpu
 from mlconv.passes.tpu_fold_constants import constant, constant_value, erase_dead
 
@@ -68,19 +68,7 @@ def _shape(value: SSAValue) -> list[int]:
 
 
 def _tensor(value_type: Any, shape: list[int]) -> TensorType:
-    return _tensor_type(value_type.get_element_type(), tuple(shape))
-
-
-@lru_cache(maxsize=1 << 14)
-def _tensor_type(element: Any, shape: tuple[int, ...]) -> TensorType:
-    """Types are immutable values: the rewrites here and in tpu-hoist-slices make thousands of
-    few distinct ones, and building one (verification included) cost more than the rewrite."""
-    return TensorType(element, list(shape))
-
-
-def clear_type_cache() -> None:
-    """Forget the shared tensor types (for cold-start timings)."""
-    _tensor_type.cache_clear()
+    return shared_tensor_type(value_type.get_element_type(), tuple(shape))
 
 
 def _make(

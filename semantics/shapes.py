@@ -11,7 +11,7 @@ import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, UnrankedTensorType
 from xdsl.ir import Attribute, SSAValue
 
-from mlconv.dense import element_type, numpy_dtype
+from mlconv.dense import element_type, numpy_dtype, shared_tensor_type
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.semantics.tracing import (
     StaticOperandMissing,
@@ -97,11 +97,11 @@ def _infer_with(
     for index, aval in enumerate(shapes[0]):
         if any(len(s[index].shape) != len(aval.shape) for s in shapes):
             return None  # the rank itself follows a dynamic dim
-        dims = [
+        dims = tuple(
             d if all(s[index].shape[i] == d for s in shapes) else DYNAMIC_INDEX
             for i, d in enumerate(aval.shape)
-        ]
-        results.append(TensorType(element_type(np.dtype(aval.dtype)), dims))
+        )
+        results.append(shared_tensor_type(element_type(np.dtype(aval.dtype)), dims))
     return results
 
 
