@@ -201,6 +201,37 @@ class CompiledRegion:
         return value if getattr(value, "dtype", None) == dtype else np.asarray(value, dtype=dtype)
 
 
+class HostRegion:
+    """A `tpu.region {device = "host"}` (tpu-outline-host-tail): its ops run one by one in
+    numpy on the host (`semantics/host_numpy.py`), nothing compiled."""
+
+    def __init__(self, region: tpu.RegionOp):
+        from mlconv.semantics.host_numpy import run_host_op
+
+        self.region = region
+        self._run_op = run_host_op
+        self._block = region.body.block
+        self._constants = {
+            op.output: to_numpy(op.value)
+            for op in self._block.ops
+            if isinstance(op, tpu.ConstantOp)
+        }
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        env: dict[SSAValue, Any] = dict(self._constants)
+        env.update(zip(self._block.args, map(np.asarray, args), strict=True))
+        for op in self._block.ops:
+            if isinstance(op, tpu.PrimitiveOp):
+                outputs = self._run_op(op, [env[v] for v in op.operands])
+                env.update(zip(op.results, outputs, strict=True))
+            elif isinstance(op, tpu.YieldOp):
+                # Writable arrays of their own, as a compiled region's outputs are.
+                return [np.array(env[v]) for v in op.values]
+            elif not isinstance(op, tpu.ConstantOp):
+                raise BackendError.at(op, "cannot run in a host region")
+        raise BackendError("tpu.region without tpu.yield")
+
+
 class CompiledModule:
     """A compiled `@main`: call with numpy arrays (positionally or by input name); returns a
     list of numpy arrays, one per model output."""
@@ -216,7 +247,8 @@ class CompiledModule:
         self._program = _compile_body(main.body.block, self.device, self.regions)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
-        return [np.asarray(r) for r in self.on_device(*args, **named)]
+        arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
+        return [np.asarray(r) for r in self._program(*arrays)]
 
     def on_device(self, *args: Any, **named: Any) -> list[jax.Array]:
         """The call with the outputs left on the device as JAX arrays, unfinished (JAX
@@ -224,7 +256,11 @@ class CompiledModule:
         this chains calls without copies through the host, and times the compiled program
         alone (`jax.block_until_ready` on the outputs)."""
         arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
-        return list(self._program(*arrays))
+        # A host region's outputs (tpu-outline-host-tail) are numpy arrays: placed as well.
+        return [
+            jax.device_put(r, self.device) if isinstance(r, np.ndarray) else r
+            for r in self._program(*arrays)
+        ]
 
 
 def _check_custom_calls(module: ModuleOp) -> None:
@@ -252,7 +288,9 @@ def _compile_body(
     steps: list[tuple[Operation, Callable[..., list[Any]]]] = []
     returned: list[SSAValue] = []
     for op in block.ops:
-        if isinstance(op, tpu.RegionOp):
+        if isinstance(op, tpu.RegionOp) and op.device is not None and op.device.data == "host":
+            steps.append((op, HostRegion(op)))
+        elif isinstance(op, tpu.RegionOp):
             regions.append(CompiledRegion(op, device))
             steps.append((op, regions[-1]))
         elif isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in HOST_PRIMITIVES:

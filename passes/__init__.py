@@ -53,6 +53,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-materialize-activations": _ours(
         "tpu_materialize_activations", "TpuMaterializeActivationsPass"
     ),
+    "tpu-outline-host-tail": _ours("tpu_outline_host_tail", "TpuOutlineHostTailPass"),
     "tpu-batch": _ours("tpu_batch", "TpuBatchPass"),
     "tpu-quantize": _ours("tpu_quantize", "TpuQuantizePass"),
     "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),

@@ -350,6 +350,7 @@ TPU_PIPELINE = [
     "tpu-conv-strategy{device=cpu}",
     "tpu-sink-transposes",
     "tpu-window-strategy{device=cpu}",
+    "tpu-outline-host-tail{device=cpu}",
 ]
 
 

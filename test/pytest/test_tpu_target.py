@@ -4,6 +4,7 @@ through the JAX backend before and after the passes on the same random input."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -561,3 +562,82 @@ def test_materialize_activations_special_values():
     np.testing.assert_array_equal(before[1], [-np.inf, -2, np.nan, 6, 6])
     for got, want in zip(after, before, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def classifier_head(g: Graph) -> str:
+    """A convolution, global average pooling, a fully connected layer (its scale folded into
+    the weights by core-fuse) and softmax: the end of
+    most classifiers (ResNet, Inception, VGG), whose softmax XLA:CPU compiles to ~10 kernels."""
+    y = g.conv("x", 3, 32, 3, pad=1, bn=False)
+    flat = g.node("Flatten", [g.node("GlobalAveragePool", [y])])
+    logits = g.node("Gemm", [flat, g.weight((100, 32)), g.weight((100,))], transB=1)
+    return g.node("Softmax", [g.node("Mul", [logits, g.weight((1, 100), positive=True)])])
+
+
+def test_outline_host_tail_numerics():
+    """tpu-outline-host-tail on the IR right before it: the bias add and the softmax after
+    the fully connected layer's dot run in a host region, in numpy; the compiled region ends
+    at the dot and XLA compiles fewer loop fusions. The outputs agree to float32 rounding."""
+    from mlconv.passes.tpu_outline_host_tail import HOST, TpuOutlineHostTailPass
+
+    g = Graph(seed=11)
+    module = lower_to_tpu(load_model(g.model([1, 3, 24, 24], classifier_head(g))))
+    x = np.random.default_rng(5).standard_normal((1, 3, 24, 24)).astype(np.float32) * 4
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        if isinstance(stage, TpuOutlineHostTailPass):
+            break
+        stage.apply(ctx, module)
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    fusions_before = len(loop_fusion_operands(module.clone(), x))
+    TpuOutlineHostTailPass().apply(ctx, module)
+    module.verify()
+    compiled, host = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
+    assert compiled.device.data == "tpu" and host.device.data == HOST
+    host_ops = {op.name for op in host.body.walk()}
+    assert {"tpu.add", "tpu.reduce_max", "tpu.exp", "tpu.reduce_sum", "tpu.div"} <= host_ops
+    assert compiled.body.block.last_op.operands[0].owner.name == "tpu.dot_general"
+    assert len(loop_fusion_operands(module.clone(), x)) < fusions_before
+    run = compile_module(module, "cpu")
+    (after,) = run(x)
+    assert after.flags.writeable and after.dtype == np.float32
+    assert before.max() > 0.05  # the softmax is far from uniform: the input reaches it
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-7)
+    (on_device,) = run.on_device(x)
+    assert isinstance(on_device, jax.Array)
+    np.testing.assert_array_equal(np.asarray(on_device), after)
+
+
+def test_host_region_special_values():
+    """A host region gives what the compiled region gives for NaN, the infinities and
+    overflowing exponentials: exp(-inf) = 0, exp(100) = inf, 0 / 0 = NaN, max propagates NaN."""
+    from xdsl.parser import Parser
+
+    from mlconv.passes.tpu_outline_host_tail import TpuOutlineHostTailPass
+
+    t, r = "tensor<2x4xf32>", "tensor<2xf32>"
+    text = f"""
+    func.func @main(%x: {t}) -> ({t}, {r}, {t}) {{
+      %0:3 = "tpu.region"(%x) ({{
+      ^bb0(%a: {t}):
+        %w = tpu.constant {{value = dense<1.000000e+00> : tensor<4x4xf32>}} : tensor<4x4xf32>
+        %d = "tpu.dot_general"(%a, %w) {{dimension_numbers = [[array<i64: 1>, array<i64: 0>], [array<i64>, array<i64>]], precision, preferred_element_type = f32, out_sharding}} : ({t}, tensor<4x4xf32>) -> {t}
+        %e = "tpu.exp"(%a) {{accuracy}} : ({t}) -> {t}
+        %l = "tpu.logistic"(%a) {{accuracy}} : ({t}) -> {t}
+        %m = "tpu.reduce_max"(%e) {{axes = array<i64: 1>}} : ({t}) -> {r}
+        %q = "tpu.div"(%e, %l) : ({t}, {t}) -> {t}
+        tpu.yield %q, %m, %d : {t}, {r}, {t}
+      }}) {{device = "tpu"}} : ({t}) -> ({t}, {r}, {t})
+      func.return %0#0, %0#1, %0#2 : {t}, {r}, {t}
+    }}"""
+    module = Parser(make_context(), text).parse_module()
+    x = np.array([[-np.inf, 1.0, 100.0, -3.0], [np.nan, 0.5, -20.0, 2.0]], np.float32)
+    before = compile_module(module.clone(), "cpu")(x)
+    TpuOutlineHostTailPass().apply(make_context(), module)
+    regions = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
+    assert [op.device.data for op in regions] == ["tpu", "host"]
+    after = compile_module(module, "cpu")(x)
+    quotient, maximum, _ = after
+    assert np.isnan(quotient[0, 0]) and np.isinf(quotient[0, 2]) and np.isnan(maximum[1])
+    for got, want in zip(after, before, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -1,0 +1,190 @@
+"""tpu-outline-host-tail: on the CPU, a region's small tail (a classifier's softmax) moves into
+a region of its own placed on the host, which runs it in numpy instead of compiling it.
+
+Input/output: tpu dialect. Option `device` = cpu | gpu | tpu; only cpu outlines. Option
+`max-elements` (default 16384): the largest operand or result a tail op may have.
+
+XLA:CPU compiles every loop fusion to machine code of its own, and a reduction over more than
+32 elements is split into two kernels (a window reduction, then the rest). The softmax that
+ends most classifiers, two maxima, a sum and the shifts, exp and division around them, is
+about ten such kernels on a [1, 1000] tensor: light SqueezeNet's XLA compile spends a third of
+its kernels on it, for a computation that numpy does in ~30 us. On the CPU the host is the
+device, so nothing crosses a bus to run it there.
+
+The tail is the largest set of ops whose results reach only the region's yield or other tail
+ops, each a primitive that `semantics/host_numpy.py` evaluates, on tensors of at most
+`max-elements` elements in an element type numpy computes natively; small constants read only
+by the tail go with it. A tail of data movement alone (reshapes, broadcasts, casts) stays, and
+so does a region that would be left with no primitive of its own (a model that is all tail is
+compiled as it is). The values the tail reads from the region become new results of the
+region; a block argument it reads is taken from the region's operand instead.
+
+Example (the end of light SqueezeNet):
+
+    %r = "tpu.region"(%x) ({
+      ...
+      %s = "tpu.reduce_sum"(%relu) {axes = array<i64: 1, 2>} : (tensor<1x13x13x1000xf32>) -> tensor<1x1000xf32>
+      %m = "tpu.reduce_max"(%s) {axes = array<i64: 1>} : (tensor<1x1000xf32>) -> tensor<1xf32>
+      ...
+      tpu.yield %softmax : tensor<1x1000xf32>
+    }) {device = "tpu"} : (tensor<1x3x224x224xf32>) -> tensor<1x1000xf32>
+
+becomes
+
+    %r = "tpu.region"(%x) ({ ... tpu.yield %s : tensor<1x1000xf32> }) {device = "tpu"} : ...
+    %t = "tpu.region"(%r) ({
+    ^bb0(%a: tensor<1x1000xf32>):
+      %m = "tpu.reduce_max"(%a) {axes = array<i64: 1>} : (tensor<1x1000xf32>) -> tensor<1xf32>
+      ...
+      tpu.yield %softmax : tensor<1x1000xf32>
+    }) {device = "host"} : (tensor<1x1000xf32>) -> tensor<1x1000xf32>
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from mlconv.dense import numpy_dtype
+from mlconv.dialects import tpu
+from mlconv.passes.tpu_conv_strategy import check_device
+from mlconv.semantics.host_numpy import HOST_ELEMENT_TYPES, HOST_PRIMITIVES
+
+HOST = "host"
+"""The `device` of a region the JAX backend runs in numpy on the host."""
+
+DATA_MOVEMENT = frozenset(
+    "reshape squeeze expand_dims broadcast_in_dim convert_element_type copy transpose".split()
+)
+"""Primitives that compute nothing: a tail of these alone is not worth a region."""
+
+
+def _small(value: SSAValue, max_elements: int) -> bool:
+    kind = value.type
+    if not isinstance(kind, TensorType):
+        return False
+    shape = kind.get_shape()
+    if any(d < 0 for d in shape) or math.prod(shape) > max_elements:
+        return False
+    try:
+        return numpy_dtype(kind.get_element_type()) in HOST_ELEMENT_TYPES
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _runs_on_host(op: Operation, max_elements: int) -> bool:
+    if isinstance(op, tpu.ConstantOp):
+        return _small(op.output, max_elements)
+    return (
+        isinstance(op, tpu.PrimitiveOp)
+        and op.PRIMITIVE in HOST_PRIMITIVES
+        and not op.regions
+        and all(_small(v, max_elements) for v in (*op.operands, *op.results))
+    )
+
+
+def find_tail(region: tpu.RegionOp, max_elements: int) -> list[Operation]:
+    """The ops of `region` to outline, in program order (empty when not worth it)."""
+    block = region.body.block
+    terminator = block.last_op
+    ops = list(block.ops)[:-1]
+    tail: set[Operation] = set()
+    for op in reversed(ops):  # readers before what they read
+        readers = {use.operation for result in op.results for use in result.uses}
+        if _runs_on_host(op, max_elements) and readers <= tail | {terminator}:
+            tail.add(op)
+    computes = any(
+        isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE not in DATA_MOVEMENT for op in tail
+    )
+    stays = any(isinstance(op, tpu.PrimitiveOp) and op not in tail for op in ops)
+    return [op for op in ops if op in tail] if computes and stays else []
+
+
+def outline_tail(region: tpu.RegionOp, tail: list[Operation]) -> None:
+    """Move `tail` out of `region` into a host region right after it."""
+    block = region.body.block
+    terminator = block.last_op
+    moved = set(tail)
+    # What the tail reads from the rest of the region, in first-read order.
+    boundary = list(
+        dict.fromkeys(
+            v
+            for op in tail
+            for v in op.operands
+            if not (isinstance(v.owner, Operation) and v.owner in moved)
+        )
+    )
+    host_block = Block(arg_types=[v.type for v in boundary])
+    inside = dict(zip(boundary, host_block.args, strict=True))
+    for op in tail:
+        op.detach()
+        host_block.add_op(op)
+        for index, operand in enumerate(op.operands):
+            if operand in inside:
+                op.operands[index] = inside[operand]
+    yielded = list(terminator.operands)
+    from_tail = [v for v in dict.fromkeys(yielded) if v.owner in moved]
+    host_block.add_op(tpu.YieldOp.create(operands=from_tail))
+
+    # The region now yields what it yielded outside the tail, then what the tail reads.
+    computed = [v for v in boundary if not (isinstance(v.owner, Block) and v.owner is block)]
+    kept = list(dict.fromkeys([v for v in yielded if v.owner not in moved] + computed))
+    terminator.detach()
+    terminator.erase()
+    block.add_op(tpu.YieldOp.create(operands=kept))
+    body = Region()
+    region.body.move_blocks(body)
+    compiled = tpu.RegionOp.create(
+        operands=list(region.inputs),
+        result_types=[v.type for v in kept],
+        regions=[body],
+        attributes=dict(region.attributes),
+    )
+    compiled.location = region.location
+    outer = dict(zip(kept, compiled.results, strict=True))
+    outer.update(
+        (arg, region.inputs[arg.index])
+        for arg in boundary
+        if arg not in outer and arg in block.args
+    )
+    host = tpu.RegionOp.create(
+        operands=[outer[v] for v in boundary],
+        result_types=[v.type for v in from_tail],
+        regions=[Region(host_block)],
+        attributes={"device": StringAttr(HOST)},
+    )
+    host.location = region.location
+    outer.update(zip(from_tail, host.results, strict=True))
+    parent = region.parent_block()
+    parent.insert_ops_before([compiled, host], region)
+    for result, value in zip(region.results, yielded, strict=True):
+        result.replace_all_uses_with(outer[value])
+    region.detach()
+    region.erase()
+
+
+@dataclass(frozen=True)
+class TpuOutlineHostTailPass(ModulePass):
+    """tpu-outline-host-tail: on `device` cpu, a region's small tail (a softmax) moves into a
+    `tpu.region {device = "host"}`, which the JAX backend runs in numpy, not compiled."""
+
+    name = "tpu-outline-host-tail"
+    device: str = "cpu"
+    max_elements: int = 16384
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_device(self.name, self.device)
+        if self.device != "cpu":
+            return
+        regions = [r for r in op.walk() if isinstance(r, tpu.RegionOp)]
+        for region in regions:
+            if region.device is not None and region.device.data == HOST:
+                continue
+            tail = find_tail(region, self.max_elements)
+            if tail:
+                outline_tail(region, tail)
