@@ -202,34 +202,43 @@ class CompiledRegion:
 
 
 class HostRegion:
-    """A `tpu.region {device = "host"}` (tpu-outline-host-tail): its ops run one by one in
-    numpy on the host (`semantics/host_numpy.py`), nothing compiled."""
+    """A `tpu.region {device = "host"}` (tpu-outline-host-tail and -head): its ops run one by
+    one in numpy on the host (`semantics/host_numpy.py`), nothing compiled."""
 
     def __init__(self, region: tpu.RegionOp):
-        from mlconv.semantics.host_numpy import run_host_op
+        from mlconv.semantics.host_numpy import host_function
 
         self.region = region
-        self._run_op = run_host_op
-        self._block = region.body.block
+        block = region.body.block
+        self._args = list(block.args)
         self._constants = {
-            op.output: to_numpy(op.value)
-            for op in self._block.ops
-            if isinstance(op, tpu.ConstantOp)
+            op.output: to_numpy(op.value) for op in block.ops if isinstance(op, tpu.ConstantOp)
         }
+        self._steps: list[tuple[Callable[..., list[np.ndarray]], list[SSAValue], list]] = []
+        self._returned: list[SSAValue] = []
+        for op in block.ops:
+            if isinstance(op, tpu.PrimitiveOp):
+                self._steps.append((host_function(op), list(op.operands), list(op.results)))
+            elif isinstance(op, tpu.YieldOp):
+                self._returned = list(op.values)
+            elif not isinstance(op, tpu.ConstantOp):
+                raise BackendError.at(op, "cannot run in a host region")
 
     def __call__(self, *args: Any) -> list[np.ndarray]:
         env: dict[SSAValue, Any] = dict(self._constants)
-        env.update(zip(self._block.args, map(np.asarray, args), strict=True))
-        for op in self._block.ops:
-            if isinstance(op, tpu.PrimitiveOp):
-                outputs = self._run_op(op, [env[v] for v in op.operands])
-                env.update(zip(op.results, outputs, strict=True))
-            elif isinstance(op, tpu.YieldOp):
-                # Writable arrays of their own, as a compiled region's outputs are.
-                return [np.array(env[v]) for v in op.values]
-            elif not isinstance(op, tpu.ConstantOp):
-                raise BackendError.at(op, "cannot run in a host region")
-        raise BackendError("tpu.region without tpu.yield")
+        env.update(zip(self._args, map(np.asarray, args), strict=True))
+        for fn, operands, results in self._steps:
+            env.update(zip(results, fn(*[env[v] for v in operands]), strict=True))
+        return [_own_array(env[v]) for v in self._returned]
+
+
+def _own_array(value: np.ndarray) -> np.ndarray:
+    """`value` as a compiled region's output is: a writable C-ordered array of its own (a
+    numpy result often is already; a view, a broadcast or an input passed through is copied)."""
+    flags = value.flags
+    if flags.writeable and flags.c_contiguous and flags.owndata:
+        return value
+    return np.array(value)
 
 
 class CompiledModule:
@@ -288,7 +297,7 @@ def _compile_body(
     steps: list[tuple[Operation, Callable[..., list[Any]]]] = []
     returned: list[SSAValue] = []
     for op in block.ops:
-        if isinstance(op, tpu.RegionOp) and op.device is not None and op.device.data == "host":
+        if isinstance(op, tpu.RegionOp) and op.on_host():
             steps.append((op, HostRegion(op)))
         elif isinstance(op, tpu.RegionOp):
             regions.append(CompiledRegion(op, device))

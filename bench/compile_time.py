@@ -116,7 +116,6 @@ def _breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, floa
     from mlconv.dialects import make_context, tpu
     from mlconv.passes.core_to_tpu import input_name
     from mlconv.passes.pipelines import CoreToTpuPipeline
-    from mlconv.passes.tpu_outline_host_tail import HOST
 
     def input_names(main):
         return [input_name(main, i) for i in range(len(main.body.block.args))]
@@ -139,9 +138,7 @@ def _breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, floa
         step(stage.name, lambda stage=stage: stage.apply(make_context(), module))
     main = find_main(module)
     (region_op,) = [  # the compiled one; a host region (tpu-outline-host-tail) is not
-        op
-        for op in main.body.block.ops
-        if isinstance(op, tpu.RegionOp) and getattr(op.device, "data", "") != HOST
+        op for op in main.body.block.ops if isinstance(op, tpu.RegionOp) and not op.on_host()
     ]
     region = CompiledRegion(region_op, pick_device("cpu"))
     args = [inputs[name] for name in input_names(main)]

@@ -54,6 +54,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
         "tpu_materialize_activations", "TpuMaterializeActivationsPass"
     ),
     "tpu-outline-host-tail": _ours("tpu_outline_host_tail", "TpuOutlineHostTailPass"),
+    "tpu-outline-host-head": _ours("tpu_outline_host_head", "TpuOutlineHostHeadPass"),
     "tpu-batch": _ours("tpu_batch", "TpuBatchPass"),
     "tpu-quantize": _ours("tpu_quantize", "TpuQuantizePass"),
     "tpu-io-shapes": _ours("tpu_io_shapes", "TpuIoShapesPass"),

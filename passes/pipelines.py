@@ -34,6 +34,7 @@ def target_passes(device: str) -> list[ModulePass]:
     from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
     from mlconv.passes.tpu_materialize_activations import TpuMaterializeActivationsPass
     from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
+    from mlconv.passes.tpu_outline_host_head import TpuOutlineHostHeadPass
     from mlconv.passes.tpu_outline_host_tail import TpuOutlineHostTailPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
@@ -49,6 +50,7 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuFoldConstantsPass(),
         TpuMaterializeActivationsPass(device=device),
         TpuOutlineHostTailPass(device=device),
+        TpuOutlineHostHeadPass(device=device),
     ]
 
 
@@ -59,7 +61,8 @@ class CoreToTpuPipeline(ModulePass):
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
     tpu-conv-strategy{device}, tpu-sink-transposes, tpu-merge-epilogues, tpu-fold-channel-shuffle,
     tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants,
-    tpu-materialize-activations{device}, tpu-outline-host-tail{device}."""
+    tpu-materialize-activations{device}, tpu-outline-host-tail{device},
+    tpu-outline-host-head{device}."""
 
     name = "core-to-tpu-pipeline"
     input_shapes: str = ""

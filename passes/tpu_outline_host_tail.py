@@ -2,7 +2,9 @@
 a region of its own placed on the host, which runs it in numpy instead of compiling it.
 
 Input/output: tpu dialect. Option `device` = cpu | gpu | tpu; only cpu outlines. Option
-`max-elements` (default 16384): the largest operand or result a tail op may have.
+`max-elements` (default 16384): the largest operand or result a tail op may have. Option
+`min-flops` (default 3000000000): the least work in the region's convolutions and dots for
+which a tail is outlined.
 
 XLA:CPU compiles every loop fusion to machine code of its own, and a reduction over more than
 32 elements is split into two kernels (a window reduction, then the rest). The softmax that
@@ -10,6 +12,13 @@ ends most classifiers, two maxima, a sum and the shifts, exp and division around
 about ten such kernels on a [1, 1000] tensor: light SqueezeNet's XLA compile spends a third of
 its kernels on it, for a computation that numpy does in ~30 us. On the CPU the host is the
 device, so nothing crosses a bus to run it there.
+
+The host pays for it on every call: the numpy ops of a softmax tail take ~0.25 ms right after
+the compiled program has run (the interpreter's and numpy's code have left the caches; warm
+they take 0.07 ms), where XLA's kernels took next to nothing, and each compile saved is
+~0.1 s. A region is outlined only when that cost is under 1% of its run: with its
+convolutions and dots at ~100 GFLOP/s on this CPU class, from 3 GFLOP up (light ResNet50,
+DenseNet121, Inception v2, VGG19; not SqueezeNet, whose 6 ms run the tail would slow by 5%).
 
 The tail is the largest set of ops whose results reach only the region's yield or other tail
 ops, each a primitive that `semantics/host_numpy.py` evaluates, on tensors of at most
@@ -55,16 +64,14 @@ from mlconv.dialects import tpu
 from mlconv.passes.tpu_conv_strategy import check_device
 from mlconv.semantics.host_numpy import HOST_ELEMENT_TYPES, HOST_PRIMITIVES
 
-HOST = "host"
-"""The `device` of a region the JAX backend runs in numpy on the host."""
-
 DATA_MOVEMENT = frozenset(
     "reshape squeeze expand_dims broadcast_in_dim convert_element_type copy transpose".split()
 )
 """Primitives that compute nothing: a tail of these alone is not worth a region."""
 
 
-def _small(value: SSAValue, max_elements: int) -> bool:
+def small_host_value(value: SSAValue, max_elements: int) -> bool:
+    """A static tensor of at most `max_elements` elements, in a type numpy computes natively."""
     kind = value.type
     if not isinstance(kind, TensorType):
         return False
@@ -79,13 +86,35 @@ def _small(value: SSAValue, max_elements: int) -> bool:
 
 def _runs_on_host(op: Operation, max_elements: int) -> bool:
     if isinstance(op, tpu.ConstantOp):
-        return _small(op.output, max_elements)
+        return small_host_value(op.output, max_elements)
     return (
         isinstance(op, tpu.PrimitiveOp)
         and op.PRIMITIVE in HOST_PRIMITIVES
         and not op.regions
-        and all(_small(v, max_elements) for v in (*op.operands, *op.results))
+        and all(small_host_value(v, max_elements) for v in (*op.operands, *op.results))
     )
+
+
+def estimated_flops(region: tpu.RegionOp) -> int:
+    """The multiply-adds of the region's convolutions and dots, twice (from their types)."""
+    total = 0
+    for op in region.body.walk():
+        if not isinstance(op, tpu.PrimitiveOp) or op.PRIMITIVE not in (
+            "conv_general_dilated",
+            "dot_general",
+        ):
+            continue
+        out = math.prod(op.results[0].type.get_shape())
+        if op.PRIMITIVE == "dot_general":
+            lhs = op.operands[0].type.get_shape()
+            (contracting, _), _ = op.params()["dimension_numbers"]
+            total += 2 * out * math.prod(lhs[d] for d in contracting)
+        else:
+            filters = op.operands[1].type.get_shape()
+            # Per output element, one filter's worth: every dim but the output features.
+            out_features = op.params()["dimension_numbers"].rhs_spec[0]
+            total += 2 * out * math.prod(n for d, n in enumerate(filters) if d != out_features)
+    return total
 
 
 def find_tail(region: tpu.RegionOp, max_elements: int) -> list[Operation]:
@@ -156,7 +185,7 @@ def outline_tail(region: tpu.RegionOp, tail: list[Operation]) -> None:
         operands=[outer[v] for v in boundary],
         result_types=[v.type for v in from_tail],
         regions=[Region(host_block)],
-        attributes={"device": StringAttr(HOST)},
+        attributes={"device": StringAttr(tpu.HOST)},
     )
     host.location = region.location
     outer.update(zip(from_tail, host.results, strict=True))
@@ -176,6 +205,7 @@ class TpuOutlineHostTailPass(ModulePass):
     name = "tpu-outline-host-tail"
     device: str = "cpu"
     max_elements: int = 16384
+    min_flops: int = 3_000_000_000
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_device(self.name, self.device)
@@ -183,8 +213,7 @@ class TpuOutlineHostTailPass(ModulePass):
             return
         regions = [r for r in op.walk() if isinstance(r, tpu.RegionOp)]
         for region in regions:
-            if region.device is not None and region.device.data == HOST:
+            if region.on_host() or estimated_flops(region) < self.min_flops:
                 continue
-            tail = find_tail(region, self.max_elements)
-            if tail:
+            if tail := find_tail(region, self.max_elements):
                 outline_tail(region, tail)

@@ -350,7 +350,8 @@ TPU_PIPELINE = [
     "tpu-conv-strategy{device=cpu}",
     "tpu-sink-transposes",
     "tpu-window-strategy{device=cpu}",
-    "tpu-outline-host-tail{device=cpu}",
+    "tpu-outline-host-tail{device=cpu min-flops=0}",
+    "tpu-outline-host-head{device=cpu min-flops=0}",
 ]
 
 

@@ -575,10 +575,11 @@ def classifier_head(g: Graph) -> str:
 
 
 def test_outline_host_tail_numerics():
-    """tpu-outline-host-tail on the IR right before it: the bias add and the softmax after
-    the fully connected layer's dot run in a host region, in numpy; the compiled region ends
-    at the dot and XLA compiles fewer loop fusions. The outputs agree to float32 rounding."""
-    from mlconv.passes.tpu_outline_host_tail import HOST, TpuOutlineHostTailPass
+    """tpu-outline-host-tail on the IR right before it (min-flops=0: the model is small): the
+    bias add and the softmax after the fully connected layer's dot run in a host region, in
+    numpy; the compiled region ends at the dot and XLA compiles fewer loop fusions. The
+    outputs agree to float32 rounding. With the default min-flops nothing moves."""
+    from mlconv.passes.tpu_outline_host_tail import TpuOutlineHostTailPass
 
     g = Graph(seed=11)
     module = lower_to_tpu(load_model(g.model([1, 3, 24, 24], classifier_head(g))))
@@ -590,10 +591,13 @@ def test_outline_host_tail_numerics():
         stage.apply(ctx, module)
     (before,) = compile_module(module.clone(), "cpu")(x)
     fusions_before = len(loop_fusion_operands(module.clone(), x))
-    TpuOutlineHostTailPass().apply(ctx, module)
+    unchanged = module.clone()
+    TpuOutlineHostTailPass().apply(ctx, unchanged)
+    assert str(unchanged) == str(module)
+    TpuOutlineHostTailPass(min_flops=0).apply(ctx, module)
     module.verify()
     compiled, host = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
-    assert compiled.device.data == "tpu" and host.device.data == HOST
+    assert compiled.device.data == "tpu" and host.on_host()
     host_ops = {op.name for op in host.body.walk()}
     assert {"tpu.add", "tpu.reduce_max", "tpu.exp", "tpu.reduce_sum", "tpu.div"} <= host_ops
     assert compiled.body.block.last_op.operands[0].owner.name == "tpu.dot_general"
@@ -633,7 +637,7 @@ def test_host_region_special_values():
     module = Parser(make_context(), text).parse_module()
     x = np.array([[-np.inf, 1.0, 100.0, -3.0], [np.nan, 0.5, -20.0, 2.0]], np.float32)
     before = compile_module(module.clone(), "cpu")(x)
-    TpuOutlineHostTailPass().apply(make_context(), module)
+    TpuOutlineHostTailPass(min_flops=0).apply(make_context(), module)
     regions = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
     assert [op.device.data for op in regions] == ["tpu", "host"]
     after = compile_module(module, "cpu")(x)
@@ -641,3 +645,30 @@ def test_host_region_special_values():
     assert np.isnan(quotient[0, 0]) and np.isinf(quotient[0, 2]) and np.isnan(maximum[1])
     for got, want in zip(after, before, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_outline_host_head_numerics():
+    """tpu-outline-host-head on the IR right before it (min-flops=0): the input's NCHW to
+    NHWC transpose runs in a host region, numpy copying one channel at a time, and the
+    compiled region takes the NHWC image. The outputs are the same, bit for bit."""
+    from mlconv.passes.tpu_outline_host_head import TpuOutlineHostHeadPass
+
+    g = Graph(seed=12)
+    module = lower_to_tpu(load_model(g.model([2, 3, 24, 24], classifier_head(g))))
+    x = np.random.default_rng(6).standard_normal((2, 3, 24, 24)).astype(np.float32)
+    ctx = make_context()
+    for stage in target_passes("cpu"):
+        if isinstance(stage, TpuOutlineHostHeadPass):
+            break
+        stage.apply(ctx, module)
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    TpuOutlineHostHeadPass(min_flops=0).apply(ctx, module)
+    module.verify()
+    host, compiled = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
+    assert host.on_host() and not compiled.on_host()
+    assert [op.name for op in host.body.block.ops] == ["tpu.transpose", "tpu.yield"]
+    assert [a.type.get_shape() for a in compiled.body.block.args] == [(2, 24, 24, 3)]
+    assert not ops_named(compiled, "transpose")
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.01
+    np.testing.assert_array_equal(after, before)

@@ -1,6 +1,8 @@
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=cpu})' --split-input-file | filecheck %s
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=cpu max-elements=16})' --split-input-file | filecheck %s --check-prefix=SMALL
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=gpu})' --split-input-file | filecheck %s --check-prefix=GPU
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=cpu min-flops=0})' --split-input-file | filecheck %s
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=cpu min-flops=0 max-elements=16})' --split-input-file | filecheck %s --check-prefix=SMALL
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=cpu min-flops=640})' --split-input-file | filecheck %s --check-prefix=WORK
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=cpu})' --split-input-file | filecheck %s --check-prefix=DEFAULT
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-outline-host-tail{device=gpu min-flops=0})' --split-input-file | filecheck %s --check-prefix=GPU
 // RUN: not mlconv-opt %s -p 'tpu-outline-host-tail{device=npu}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // BAD: error: tpu-outline-host-tail: unknown device 'npu' (expected cpu, gpu or tpu)
@@ -8,9 +10,16 @@
 // Only the CPU runs a host region in numpy: on gpu every region stays as it came.
 // GPU-NOT: device = "host"
 
+// A region with less work than `min-flops` keeps its tail: the host's per-call cost would
+// show in its run. The default (3 GFLOP) keeps every tail of these small functions; @softmax_head's
+// dot is 640 FLOPs (2 x 4 x 10 x 8): min-flops=640 outlines its tail (the WORK checks).
+// DEFAULT-NOT: device = "host"
+
 // A classifier's head: the bias add and the softmax after the last dot go to the host, with
 // the bias constant; the dot and its weights stay, and the region yields the dot instead.
 // With max-elements=16 the [4, 10] tensors are too large: nothing moves.
+// WORK-LABEL: func.func @softmax_head
+// WORK:         device = "host"
 
 // CHECK-LABEL: func.func @softmax_head
 // CHECK:         %[[D:.*]] = "tpu.region"(%{{.*}}) ({
