@@ -34,6 +34,7 @@ from xdsl.pattern_rewriter import (
 
 from mlconv.dense import to_numpy
 from mlconv.dialects import tpu
+from mlconv.semantics.jaxpr_numpy import FLOAT_UFUNCS
 
 
 def constant_value(value: SSAValue) -> np.ndarray | None:
@@ -97,16 +98,6 @@ NUMPY: dict[str, Any] = {
     "concatenate": lambda *xs, dimension, **_: np.concatenate(xs, dimension),
     "pad": _pad,
 }
-FLOAT_NUMPY: dict[str, Any] = {  # exact IEEE operations, float operands only
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.divide,
-    "max": np.maximum,
-    "min": np.minimum,
-    "neg": np.negative,
-    "sqrt": np.sqrt,
-}
 
 
 def evaluate(op: tpu.PrimitiveOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -115,10 +106,10 @@ def evaluate(op: tpu.PrimitiveOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     name = op.PRIMITIVE
     if name in NUMPY:
         return [np.asarray(NUMPY[name](*inputs, **op.params()))]
-    if name in FLOAT_NUMPY and all(i.dtype.kind == "f" and i.dtype.itemsize >= 4 for i in inputs):
+    if name in FLOAT_UFUNCS and all(i.dtype.kind == "f" and i.dtype.itemsize >= 4 for i in inputs):
         same = all(i.shape == inputs[0].shape or i.ndim == 0 for i in inputs)
         if same and len({i.dtype for i in inputs}) == 1:
-            return [np.asarray(FLOAT_NUMPY[name](*inputs), dtype=inputs[0].dtype)]
+            return [np.asarray(FLOAT_UFUNCS[name](*inputs), dtype=inputs[0].dtype)]
     import jax
 
     with jax.default_device(jax.devices("cpu")[0]):

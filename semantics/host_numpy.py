@@ -21,7 +21,7 @@ import numpy as np
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
-from mlconv.semantics.jaxpr_numpy import NUMPY_PRIMITIVES
+from mlconv.semantics.jaxpr_numpy import FLOAT_UFUNCS, NUMPY_PRIMITIVES
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., Any]:
@@ -93,15 +93,8 @@ HOST_ELEMENT_TYPES = frozenset(
 """Element types numpy computes natively (bfloat16 and float16 would round per op)."""
 
 
-_BINARY_UFUNCS = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.divide,
-    "max": np.maximum,
-    "min": np.minimum,
-}
-_UNARY_UFUNCS = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "neg": np.negative}
+_BINARY_UFUNCS = {k: FLOAT_UFUNCS[k] for k in ("add", "sub", "mul", "div", "max", "min")}
+_UNARY_UFUNCS = {"neg": np.negative, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh}
 _REDUCTION_METHODS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 
 

@@ -135,6 +135,19 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_valu
     return np.moveaxis(gathered, range(out_rank), [*batch_positions, *numbers.offset_dims])
 
 
+FLOAT_UFUNCS: dict[str, np.ufunc] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "neg": np.negative,
+    "sqrt": np.sqrt,
+}
+"""Primitives that numpy's ufunc computes exactly as XLA does on float operands of one dtype
+(IEEE arithmetic, NaN-propagating max and min)."""
+
 # jax primitive name -> numpy evaluation (returning None defers to JAX for that case).
 NUMPY_PRIMITIVES: dict[str, Callable[..., Any]] = {
     "add": _same_type(np.add),

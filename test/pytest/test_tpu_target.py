@@ -238,12 +238,17 @@ def lowered_before(case: str, stage_class: type) -> tuple:
     """`case` lowered to tpu ops and through the cpu target passes before the first
     `stage_class` one: (module, input, context), the IR a pass's numeric test starts from."""
     module, x = lowered(case)
+    return module, x, through_passes_before(module, stage_class)
+
+
+def through_passes_before(module, stage_class: type):
+    """Run the cpu target passes before the first `stage_class` one on `module`; the context."""
     ctx = make_context()
     for stage in target_passes("cpu"):
         if isinstance(stage, stage_class):
             break
         stage.apply(ctx, module)
-    return module, x, ctx
+    return ctx
 
 
 def ops_named(module, name: str) -> list:
@@ -584,11 +589,7 @@ def test_outline_host_tail_numerics():
     g = Graph(seed=11)
     module = lower_to_tpu(load_model(g.model([1, 3, 24, 24], classifier_head(g))))
     x = np.random.default_rng(5).standard_normal((1, 3, 24, 24)).astype(np.float32) * 4
-    ctx = make_context()
-    for stage in target_passes("cpu"):
-        if isinstance(stage, TpuOutlineHostTailPass):
-            break
-        stage.apply(ctx, module)
+    ctx = through_passes_before(module, TpuOutlineHostTailPass)
     (before,) = compile_module(module.clone(), "cpu")(x)
     fusions_before = len(loop_fusion_operands(module.clone(), x))
     unchanged = module.clone()
@@ -656,11 +657,7 @@ def test_outline_host_head_numerics():
     g = Graph(seed=12)
     module = lower_to_tpu(load_model(g.model([2, 3, 24, 24], classifier_head(g))))
     x = np.random.default_rng(6).standard_normal((2, 3, 24, 24)).astype(np.float32)
-    ctx = make_context()
-    for stage in target_passes("cpu"):
-        if isinstance(stage, TpuOutlineHostHeadPass):
-            break
-        stage.apply(ctx, module)
+    ctx = through_passes_before(module, TpuOutlineHostHeadPass)
     (before,) = compile_module(module.clone(), "cpu")(x)
     TpuOutlineHostHeadPass(min_flops=0).apply(ctx, module)
     module.verify()
