@@ -110,7 +110,8 @@ def _broadcast_read_by_ufuncs(op: tpu.PrimitiveOp) -> bool:
         reader = use.operation
         if not (isinstance(reader, tpu.PrimitiveOp) and reader.PRIMITIVE in _BINARY_UFUNCS):
             return False
-        if len(reader.operands) != 2 or reader.operands[1 - use.index].type != result.type:
+        other = reader.operands[1 - use.index] if len(reader.operands) == 2 else result
+        if other is result or other.type != result.type:  # mul(b, b) would stay unbroadcast
             return False
     return True
 

@@ -669,3 +669,27 @@ def test_outline_host_head_numerics():
     (after,) = compile_module(module, "cpu")(x)
     assert np.abs(before).max() > 0.01
     np.testing.assert_array_equal(after, before)
+
+
+def test_host_broadcast_read_twice():
+    """A host region's broadcast that one op reads as both operands (b * b) is broadcast for
+    real: numpy's own broadcasting of the unbroadcast form would give the small shape."""
+    from xdsl.parser import Parser
+
+    from mlconv.backends.jax_backend import HostRegion
+
+    text = """
+    func.func @main(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+      %0 = "tpu.region"(%x) ({
+      ^bb0(%a: tensor<3xf32>):
+        %b = "tpu.broadcast_in_dim"(%a) {shape = array<i64: 2, 3>, broadcast_dimensions = array<i64: 1>, sharding} : (tensor<3xf32>) -> tensor<2x3xf32>
+        %m = "tpu.mul"(%b, %b) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+        tpu.yield %m : tensor<2x3xf32>
+      }) {device = "host"} : (tensor<3xf32>) -> tensor<2x3xf32>
+      func.return %0 : tensor<2x3xf32>
+    }"""
+    module = Parser(make_context(), text).parse_module()
+    (region,) = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    (got,) = HostRegion(region)(x)
+    np.testing.assert_array_equal(got, np.broadcast_to(x * x, (2, 3)))
