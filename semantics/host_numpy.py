@@ -125,16 +125,21 @@ def _specialized(op: tpu.PrimitiveOp, params: dict[str, Any]) -> Callable[..., A
     kinds = _element_types(op)
     single_float = len(kinds) == 1 and numpy_dtype(next(iter(kinds))).kind == "f"
     if name in _BINARY_UFUNCS and single_float and len(op.operands) == 2:
-        ufunc = _BINARY_UFUNCS[name]
-        return lambda a, b: [ufunc(a, b)]
+        binary = _BINARY_UFUNCS[name]
+
+        def apply_binary(a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+            with np.errstate(all="ignore"):  # 0 / 0 is NaN, as XLA gives it, not a warning
+                return [binary(a, b)]
+
+        return apply_binary
     if name in _UNARY_UFUNCS and single_float:
-        ufunc = _UNARY_UFUNCS[name]
+        unary = _UNARY_UFUNCS[name]
 
-        def unary(x: np.ndarray) -> list[np.ndarray]:
+        def apply_unary(x: np.ndarray) -> list[np.ndarray]:
             with np.errstate(all="ignore"):
-                return [ufunc(x)]
+                return [unary(x)]
 
-        return unary
+        return apply_unary
     if name == "reshape" and not params.get("dimensions"):
         sizes = tuple(params["new_sizes"])
         return lambda x: [x.reshape(sizes)]
