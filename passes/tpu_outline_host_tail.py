@@ -61,6 +61,7 @@ from xdsl.passes import ModulePass
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
+from mlconv.errors import MlconvError
 from mlconv.passes.tpu_conv_strategy import check_device
 from mlconv.semantics.host_numpy import HOST_ELEMENT_TYPES, HOST_PRIMITIVES
 
@@ -80,7 +81,7 @@ def small_host_value(value: SSAValue, max_elements: int) -> bool:
         return False
     try:
         return numpy_dtype(kind.get_element_type()) in HOST_ELEMENT_TYPES
-    except (KeyError, TypeError, ValueError):
+    except MlconvError:  # an element type numpy has no equivalent for (a quantized type)
         return False
 
 
@@ -140,14 +141,7 @@ def outline_tail(region: tpu.RegionOp, tail: list[Operation]) -> None:
     terminator = block.last_op
     moved = set(tail)
     # What the tail reads from the rest of the region, in first-read order.
-    boundary = list(
-        dict.fromkeys(
-            v
-            for op in tail
-            for v in op.operands
-            if not (isinstance(v.owner, Operation) and v.owner in moved)
-        )
-    )
+    boundary = list(dict.fromkeys(v for op in tail for v in op.operands if v.owner not in moved))
     host_block = Block(arg_types=[v.type for v in boundary])
     inside = dict(zip(boundary, host_block.args, strict=True))
     for op in tail:
@@ -161,7 +155,7 @@ def outline_tail(region: tpu.RegionOp, tail: list[Operation]) -> None:
     host_block.add_op(tpu.YieldOp.create(operands=from_tail))
 
     # The region now yields what it yielded outside the tail, then what the tail reads.
-    computed = [v for v in boundary if not (isinstance(v.owner, Block) and v.owner is block)]
+    computed = [v for v in boundary if v.owner is not block]  # not block arguments
     kept = list(dict.fromkeys([v for v in yielded if v.owner not in moved] + computed))
     terminator.detach()
     terminator.erase()
@@ -176,11 +170,7 @@ def outline_tail(region: tpu.RegionOp, tail: list[Operation]) -> None:
     )
     compiled.location = region.location
     outer = dict(zip(kept, compiled.results, strict=True))
-    outer.update(
-        (arg, region.inputs[arg.index])
-        for arg in boundary
-        if arg not in outer and arg in block.args
-    )
+    outer.update((arg, region.inputs[arg.index]) for arg in boundary if arg.owner is block)
     host = tpu.RegionOp.create(
         operands=[outer[v] for v in boundary],
         result_types=[v.type for v in from_tail],

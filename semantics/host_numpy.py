@@ -94,7 +94,11 @@ HOST_ELEMENT_TYPES = frozenset(
 
 
 _BINARY_UFUNCS = {k: FLOAT_UFUNCS[k] for k in ("add", "sub", "mul", "div", "max", "min")}
-_UNARY_UFUNCS = {"neg": np.negative, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh}
+_UNARY_UFUNCS = {"neg": FLOAT_UFUNCS["neg"], "sqrt": FLOAT_UFUNCS["sqrt"]} | {
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+}
 _REDUCTION_METHODS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 
 
@@ -116,6 +120,14 @@ def _broadcast_read_by_ufuncs(op: tpu.PrimitiveOp) -> bool:
     return True
 
 
+def _quiet(ufunc: np.ufunc) -> Callable[..., list[np.ndarray]]:
+    def apply(*arrays: np.ndarray) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):  # 0 / 0 is NaN and exp(1000) inf, as XLA gives them
+            return [ufunc(*arrays)]
+
+    return apply
+
+
 def _specialized(op: tpu.PrimitiveOp, params: dict[str, Any]) -> Callable[..., Any] | None:
     """A lean form of the common ops of a classifier's head, whose parameters and types are
     known before any call: a host region runs right after the compiled program, when the
@@ -125,21 +137,9 @@ def _specialized(op: tpu.PrimitiveOp, params: dict[str, Any]) -> Callable[..., A
     kinds = _element_types(op)
     single_float = len(kinds) == 1 and numpy_dtype(next(iter(kinds))).kind == "f"
     if name in _BINARY_UFUNCS and single_float and len(op.operands) == 2:
-        binary = _BINARY_UFUNCS[name]
-
-        def apply_binary(a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
-            with np.errstate(all="ignore"):  # 0 / 0 is NaN, as XLA gives it, not a warning
-                return [binary(a, b)]
-
-        return apply_binary
+        return _quiet(_BINARY_UFUNCS[name])
     if name in _UNARY_UFUNCS and single_float:
-        unary = _UNARY_UFUNCS[name]
-
-        def apply_unary(x: np.ndarray) -> list[np.ndarray]:
-            with np.errstate(all="ignore"):
-                return [unary(x)]
-
-        return apply_unary
+        return _quiet(_UNARY_UFUNCS[name])
     if name == "reshape" and not params.get("dimensions"):
         sizes = tuple(params["new_sizes"])
         return lambda x: [x.reshape(sizes)]

@@ -693,3 +693,15 @@ def test_host_broadcast_read_twice():
     x = np.array([1.0, 2.0, 3.0], np.float32)
     (got,) = HostRegion(region)(x)
     np.testing.assert_array_equal(got, np.broadcast_to(x * x, (2, 3)))
+
+
+def test_host_values_need_a_numpy_type():
+    """An element type numpy has no equivalent for (i3 here) keeps a value off the host
+    instead of stopping the pass with numpy_dtype's error."""
+    from xdsl.dialects.builtin import IntegerType, TensorType, f32
+    from xdsl.ir import Block
+
+    from mlconv.passes.tpu_outline_host_tail import small_host_value
+
+    narrow, wide = Block(arg_types=[TensorType(IntegerType(3), [4]), TensorType(f32, [4])]).args
+    assert not small_host_value(narrow, 16) and small_host_value(wide, 16)
