@@ -112,7 +112,12 @@ def _breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, floa
     import jax
 
     from mlconv.api import load_model, lower_to_core
-    from mlconv.backends.jax_backend import CompiledRegion, find_main, pick_device
+    from mlconv.backends.jax_backend import (
+        CompiledRegion,
+        HostRegion,
+        find_main,
+        pick_device,
+    )
     from mlconv.dialects import make_context, tpu
     from mlconv.passes.core_to_tpu import input_name
     from mlconv.passes.pipelines import CoreToTpuPipeline
@@ -137,11 +142,18 @@ def _breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, floa
     for stage in CoreToTpuPipeline(device="cpu").passes():
         step(stage.name, lambda stage=stage: stage.apply(make_context(), module))
     main = find_main(module)
-    (region_op,) = [  # the compiled one; a host region (tpu-outline-host-tail) is not
-        op for op in main.body.block.ops if isinstance(op, tpu.RegionOp) and not op.on_host()
-    ]
+    # The compiled region; host regions (tpu-outline-host-head and -tail) are not, and the
+    # head's run here gives the compiled region its operands.
+    values = dict(zip(main.body.block.args, [inputs[n] for n in input_names(main)], strict=True))
+    for op in main.body.block.ops:
+        if isinstance(op, tpu.RegionOp) and op.on_host():
+            outputs = HostRegion(op)(*map(values.get, op.operands))
+            values.update(zip(op.results, outputs, strict=True))
+        elif isinstance(op, tpu.RegionOp):
+            region_op = op
+            break
     region = CompiledRegion(region_op, pick_device("cpu"))
-    args = [inputs[name] for name in input_names(main)]
+    args = [values[operand] for operand in region_op.operands]
     lowered = executable = None
 
     def lower() -> None:

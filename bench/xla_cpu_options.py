@@ -7,7 +7,9 @@ Each is compiled with `mlconv.compile(..., "cpu")`; its tpu region (the first) i
 again, as `jax_backend.CompiledRegion` jits it, under each of these XLA:CPU option sets:
 
 - `xla default`: no options (XLA also hands convolutions to YNNPACK);
-- `mlconv`: `jax_backend.XLA_CPU_OPTIONS`, what mlconv compiles with;
+- `mlconv`: what mlconv compiles the region with (`jax_backend.region_compiler_options`:
+  `XLA_CPU_OPTIONS`, and XLA's tree reduction rewriter off unless the region needs it);
+- `mlconv, tree reductions`: `XLA_CPU_OPTIONS` alone (the tree reduction rewriter on);
 - `mlconv at O3`: the same with LLVM at XLA's default -O3 instead of mlconv's -O2;
 - `mlconv, legacy emitters`: the same with XLA:CPU's older LLVM IR emitters for loop fusions
   instead of its MLIR fusion emitters (`xla_cpu_use_fusion_emitters`);
@@ -43,7 +45,7 @@ from latency import LIGHT, input_arrays, light_path, randomize, relative_error, 
 YNN_FUSION = "xla_cpu_experimental_ynn_fusion_type"
 OPTION_SETS = {
     "xla default": None,
-    "mlconv": "XLA_CPU_OPTIONS",  # replaced by jax_backend.XLA_CPU_OPTIONS in main
+    "mlconv": "region options",  # replaced per model by jax_backend.region_compiler_options
     "dot+eltwise+reduce+conv": {
         YNN_FUSION: "LIBRARY_FUSION_TYPE_DOT,LIBRARY_FUSION_TYPE_ELTWISE,"
         "LIBRARY_FUSION_TYPE_REDUCE,LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION"
@@ -77,7 +79,12 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
     import onnxruntime
 
     import mlconv
-    from mlconv.backends.jax_backend import LITERAL_BYTES, _interpret
+    from mlconv.backends.jax_backend import (
+        LITERAL_BYTES,
+        XLA_CPU_OPTIONS,
+        _interpret,
+        region_compiler_options,
+    )
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
 
@@ -93,6 +100,11 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
             raise SystemExit(f"{name}: mlconv's output differs from onnxruntime's ({error:.1e})")
 
     region = compiled.regions[0]
+    options = region_compiler_options(region.region, "cpu")
+    OPTION_SETS["mlconv"] = options
+    OPTION_SETS["mlconv, tree reductions"] = XLA_CPU_OPTIONS
+    OPTION_SETS["mlconv at O3"] = {**options, "xla_backend_optimization_level": 3}
+    OPTION_SETS["mlconv, legacy emitters"] = {**options, "xla_cpu_use_fusion_emitters": False}
     block, device = region.region.body.block, region.device
     values = {
         op: to_numpy(op.value) for op in region.region.body.walk() if isinstance(op, tpu.ConstantOp)
@@ -168,14 +180,9 @@ def main() -> None:
 
     from mlconv.backends.jax_backend import XLA_CPU_OPTIONS
 
-    OPTION_SETS["mlconv"] = XLA_CPU_OPTIONS
-    OPTION_SETS["mlconv at O3"] = {**XLA_CPU_OPTIONS, "xla_backend_optimization_level": 3}
-    OPTION_SETS["mlconv, legacy emitters"] = {
-        **XLA_CPU_OPTIONS,
-        "xla_cpu_use_fusion_emitters": False,
-    }
     print(
-        f"batch 1, cpu, {args.rounds} rounds x {args.runs} runs, median; mlconv = {XLA_CPU_OPTIONS}"
+        f"batch 1, cpu, {args.rounds} rounds x {args.runs} runs, median; mlconv = "
+        f"{XLA_CPU_OPTIONS}, XLA's tree reduction rewriter off where the region does not need it"
     )
     print(f"{'model':<14}{'XLA options':<25}{'compile s':>10}{'cpu s':>9}{'ms':>9}{'/ ort':>9}")
     with tempfile.TemporaryDirectory() as folder:

@@ -144,6 +144,53 @@ def test_xla_cpu_options_dots_as_library_calls_same_outputs(
     )
 
 
+def _reduction_model(op_type: str, shape: list[int], **attributes: object) -> object:
+    """One reduction (or Softmax) of a float input of `shape`; ReduceSum's axes as an input."""
+    inputs, inits = ["x"], []
+    axes = attributes.pop("axes", None)
+    if axes is not None:
+        inits = [numpy_helper.from_array(np.asarray(axes, np.int64), "axes")]
+        inputs.append("axes")
+    node = helper.make_node(op_type, inputs, ["y"], **attributes)
+    graph = helper.make_graph(
+        [node],
+        "reduction",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize(
+    ("op_type", "shape", "attributes", "tree"),
+    [
+        ("Softmax", [1, 1000], {"axis": -1}, False),  # a classifier's rows
+        ("ReduceMax", [4, 16, 768], {"axes": [-1], "keepdims": 0}, False),
+        ("ReduceSum", [512, 48], {"axes": [0], "keepdims": 0}, True),  # a column sum
+        ("ReduceSum", [2, 70000], {"axes": [1], "keepdims": 0}, True),  # a very long row
+        ("ReduceSum", [1, 13, 13, 64], {"axes": [1, 2], "keepdims": 0}, False),  # dims <= 32
+    ],
+)
+def test_tree_reductions_only_where_needed(op_type, shape, attributes, tree) -> None:
+    """XLA:CPU's tree reduction rewriter runs only on programs with a column reduction over a
+    dim longer than 32 or a row of more than 65536 elements: a softmax's rows compile without
+    its reduce-windows (one kernel per reduction, not two), a column sum keeps them; the
+    numbers are onnxruntime's either way."""
+    if jax_backend.compiler_options("cpu") is None:
+        pytest.skip("this jaxlib has no XLA:CPU options")
+    model = _reduction_model(op_type, shape, **dict(attributes))
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    compiled = mlconv.compile(model, device="cpu")
+    (region,) = compiled.regions
+    assert jax_backend.needs_tree_reductions(region.region) is tree
+    hlo = _compiled_hlo(compiled, x)
+    assert ("reduce-window" in hlo) is tree, hlo
+    np.testing.assert_allclose(
+        compiled(x)[0], onnxruntime_outputs(model, [x])[0], rtol=1e-5, atol=1e-5
+    )
+
+
 def test_on_device_takes_and_returns_device_arrays() -> None:
     """`on_device` gives the call's outputs as JAX arrays and takes JAX array inputs without a
     host copy; the numbers are the numpy call's, a contradicting shape is still an InputError,
