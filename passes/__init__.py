@@ -50,6 +50,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tpu-fold-channel-shuffle": _ours("tpu_fold_channel_shuffle", "TpuFoldChannelShufflePass"),
     "tpu-hoist-slices": _ours("tpu_hoist_slices", "TpuHoistSlicesPass"),
     "tpu-window-strategy": _ours("tpu_window_strategy", "TpuWindowStrategyPass"),
+    "tpu-pad-concats": _ours("tpu_pad_concats", "TpuPadConcatsPass"),
     "tpu-materialize-activations": _ours(
         "tpu_materialize_activations", "TpuMaterializeActivationsPass"
     ),

@@ -36,6 +36,7 @@ def target_passes(device: str) -> list[ModulePass]:
     from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
     from mlconv.passes.tpu_outline_host_head import TpuOutlineHostHeadPass
     from mlconv.passes.tpu_outline_host_tail import TpuOutlineHostTailPass
+    from mlconv.passes.tpu_pad_concats import TpuPadConcatsPass
     from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
 
@@ -47,6 +48,7 @@ def target_passes(device: str) -> list[ModulePass]:
         TpuFoldChannelShufflePass(),
         TpuWindowStrategyPass(device=device),
         TpuHoistSlicesPass(),
+        TpuPadConcatsPass(device=device),
         TpuFoldConstantsPass(),
         TpuMaterializeActivationsPass(device=device),
         TpuOutlineHostTailPass(device=device),
@@ -60,7 +62,7 @@ class CoreToTpuPipeline(ModulePass):
     core-infer-shapes{input-shapes}, core-fold-constants{static-shape=true}, core-fuse,
     core-to-tpu; with `device` (cpu, gpu, tpu) also the target passes for it: tpu-fold-constants,
     tpu-conv-strategy{device}, tpu-sink-transposes, tpu-merge-epilogues, tpu-fold-channel-shuffle,
-    tpu-window-strategy{device}, tpu-hoist-slices, tpu-fold-constants,
+    tpu-window-strategy{device}, tpu-hoist-slices, tpu-pad-concats{device}, tpu-fold-constants,
     tpu-materialize-activations{device}, tpu-outline-host-tail{device},
     tpu-outline-host-head{device}."""
 

@@ -467,6 +467,53 @@ def test_merge_epilogues_numerics():
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
 
 
+def _xla_kernels(module, x) -> tuple[int, int]:
+    """(loop fusions, concatenate kernels) XLA:CPU compiles of the module's (one) region."""
+    region = compile_module(module, "cpu").regions[0]
+    hlo = region._jitted.lower(region.constants, x).compile().as_text()
+    entry = hlo[hlo.index("\nENTRY") :]
+    return entry.count("kind=kLoop"), entry.count(" concatenate(")
+
+
+def wide_fires(g: Graph) -> str:
+    """Two SqueezeNet fire modules with expands of 64 channels (XLA:CPU fuses a concatenation
+    of narrower parts into its reader by itself), then a 1x1 convolution."""
+    x, channels = "x", 16
+    for _ in range(2):
+        s = g.conv(x, channels, 8, 1, bn=False)
+        left, right = g.conv(s, 8, 64, 1, bn=False), g.conv(s, 8, 64, 3, pad=1, bn=False)
+        x, channels = g.node("Concat", [left, right], axis=1), 128
+    y = g.conv(x, channels, 8, 1, bn=False)
+    return g.node("Flatten", [g.node("GlobalAveragePool", [y])])
+
+
+def test_pad_concats_numerics():
+    """tpu-pad-concats on the IR right before it: each fire module's concatenation, whose
+    epilogue only the next 1x1 convolution reads, becomes two zero-padded parts added, which
+    XLA:CPU fuses into that epilogue: its two concatenate kernels go and no loop fusion comes.
+    The outputs are the same, bit for bit. (tpu-pad-concats.mlir has the concatenations it
+    leaves alone.)"""
+    from mlconv.passes.tpu_pad_concats import TpuPadConcatsPass
+
+    g = Graph(seed=12)
+    module = lower_to_tpu(load_model(g.model([1, 16, 16, 16], wide_fires(g))))
+    x = np.random.default_rng(6).standard_normal((1, 16, 16, 16)).astype(np.float32)
+    ctx = through_passes_before(module, TpuPadConcatsPass)
+    assert len(ops_named(module, "concatenate")) == 2
+    (before,) = compile_module(module.clone(), "cpu")(x)
+    fusions, concatenates = _xla_kernels(module.clone(), x)
+    assert concatenates == 2
+    TpuPadConcatsPass().apply(ctx, module)
+    module.verify()
+    assert not ops_named(module, "concatenate")
+    channel_pads = [p.params()["padding_config"][3] for p in ops_named(module, "pad")]
+    assert [c for c in channel_pads if c != (0, 0, 0)] == [(0, 64, 0), (64, 0, 0)] * 2
+    assert _xla_kernels(module.clone(), x) == (fusions, 0)
+    (after,) = compile_module(module, "cpu")(x)
+    assert np.abs(before).max() > 0.1
+    np.testing.assert_array_equal(after, before)
+
+
 def test_hoist_slices_numerics():
     """tpu-hoist-slices on the IR right before it: two wide ShuffleNet units, whose grouped 1x1
     convolutions read their groups as channel slices of the whole activation, read them after
