@@ -306,8 +306,9 @@ def _traced(form: Form, c: Conv, x_struct: Any, w_struct: Any, traces: dict) -> 
     """transpose ; form ; transpose as a jaxpr of (NCHW data, HWIO filters), traced once per
     distinct (form, convolution, shapes) in `traces`: a model repeats a few signatures (light
     ResNet50: 53 convolutions, 24 signatures)."""
-    import jax
     from jax import lax
+
+    from mlconv.semantics.tracing import trace_function
 
     key = (form, c, x_struct.shape, x_struct.dtype, w_struct.shape, w_struct.dtype)
     if key not in traces:
@@ -315,7 +316,7 @@ def _traced(form: Form, c: Conv, x_struct: Any, w_struct: Any, traces: dict) -> 
         def fn(x, w):
             return lax.transpose(form(lax.transpose(x, TO_NHWC), w, c), TO_NCHW)
 
-        traces[key] = jax.make_jaxpr(fn)(x_struct, w_struct)
+        traces[key] = trace_function(fn, x_struct, w_struct)
     return traces[key]
 
 
@@ -361,6 +362,8 @@ def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None
     import jax
     from jax import lax
 
+    from mlconv.semantics.tracing import trace_function
+
     traces = {} if traces is None else traces
     x_value, w_value = op.operands
     x_type = x_value.type
@@ -375,7 +378,7 @@ def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None
             def fn(x):
                 return lax.transpose(form(lax.transpose(x, TO_NHWC), w_hwio, c), TO_NCHW)
 
-            traced = jax.make_jaxpr(fn)(x_struct)
+            traced = trace_function(fn, x_struct)
         operands = [x_value]
     else:
         w_type = w_value.type
@@ -386,7 +389,7 @@ def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None
                 form(lax.transpose(x, TO_NHWC), lax.transpose(w, (2, 3, 1, 0)), c), TO_NCHW
             )
 
-        traced, operands = jax.make_jaxpr(fn)(x_struct, w_struct), [x_value, w_value]
+        traced, operands = trace_function(fn, x_struct, w_struct), [x_value, w_value]
     replace_with_jaxpr(op, traced, operands)
 
 

@@ -95,6 +95,8 @@ def _select_form(kind: str, bound: float, x_type: Any, traces: dict) -> Any:
     import jax
     from jax import lax
 
+    from mlconv.semantics.tracing import trace_function
+
     dtype = _dtype(x_type)
     shape = tuple(x_type.get_shape())
     key = (kind, bound, shape, dtype)
@@ -105,7 +107,7 @@ def _select_form(kind: str, bound: float, x_type: Any, traces: dict) -> Any:
             c = lax.full(shape, np.asarray(bound, dtype), dtype)
             return lax.select(compare(x, c), c, x)
 
-        traces[key] = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct(shape, dtype))
+        traces[key] = trace_function(fn, jax.ShapeDtypeStruct(shape, dtype))
     return traces[key]
 
 

@@ -82,13 +82,15 @@ def rewrite(op: tpu.PrimitiveOp, traces: dict) -> None:
     """Replace `op` by its slices, traced once per (kind, parameters, operand type)."""
     import jax
 
+    from mlconv.semantics.tracing import trace_function
+
     kind = op.PRIMITIVE.removeprefix("reduce_window_")
     params = op.params()
     x_type = op.operands[0].type
     struct = jax.ShapeDtypeStruct(tuple(x_type.get_shape()), numpy_dtype(x_type.get_element_type()))
     key = (kind, repr(sorted(params.items())), struct.shape, struct.dtype)
     if key not in traces:
-        traces[key] = jax.make_jaxpr(lambda x: window_slices(x, kind, params))(struct)
+        traces[key] = trace_function(lambda x: window_slices(x, kind, params), struct)
     replace_with_jaxpr(op, traces[key], [op.operands[0]])
 
 
