@@ -9,12 +9,14 @@ literals: XLA sees ReLU's zero and a bias as constants it can fuse.
 On the CPU the program is compiled with `XLA_CPU_OPTIONS`: XLA:CPU calls YNNPACK for each
 dot and keeps convolutions and elementwise loops its own (measured fastest, see there); a
 region without column or very long reductions also skips XLA's tree reduction rewriter
-(`needs_tree_reductions`).
+(`needs_tree_reductions`), and a small one is compiled by XLA's legacy loop emitters
+(`small_program_options`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -23,7 +25,7 @@ import jax
 import numpy as np
 from jax import lax
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.backends.inputs import InputSpec, bind_inputs
@@ -149,8 +151,8 @@ squeezenet 0.43 / 0.40 and 6.2 / 6.1, resnet50 0.56 / 0.52 and 49.4 / 49.5, ince
 0.83 / 0.74 and 23.1 / 23.3, shufflenet 1.65 / 1.53 and 7.7 / 7.6, densenet121 1.52 / 1.36 and
 46.6 / 46.3, bvlc_alexnet 0.32 / 0.30 and 17.6 / 16.7. O1 compiles no faster than O2; O0 halves
 the compile but doubles squeezenet's latency. XLA's older LLVM IR loop emitters
-(`xla_cpu_use_fusion_emitters` false) compile squeezenet faster (0.44 / 0.53 s) but
-shufflenet and inception_v2 slower (3.63 / 2.97, 1.30 / 0.81 s), resnet50 equal."""
+(`xla_cpu_use_fusion_emitters` false) compile small programs faster and large ones slower:
+`region_compiler_options` picks them per region (`small_program_options`)."""
 
 
 REDUCTIONS = frozenset(
@@ -189,23 +191,97 @@ def needs_tree_reductions(region: tpu.RegionOp) -> bool:
     return False
 
 
+LIBRARY_PRIMITIVES = frozenset({"conv_general_dilated", "dot_general"})
+"""What XLA:CPU hands to a library (Eigen, YNNPACK) instead of compiling a loop for it."""
+
+LEGACY_EMITTER_LIBRARY_CALLS = 40
+"""Regions with at most this many convolutions and dots compile with XLA:CPU's legacy loop
+emitters (see `small_program_options`)."""
+
+
+def small_program_options() -> dict[str, Any]:
+    """XLA:CPU options for a small program: its older LLVM IR loop emitters, the program one
+    LLVM module compiled in one part per core, instead of the MLIR fusion emitters.
+
+    The fusion emitters pay a fixed cost per distinct kernel (an MLIR pipeline and an LLVM
+    module each, ~15 ms of CPU even for a bias add here) and compile a repeated kernel once; the
+    legacy emitters compile everything at once, cheaper per kernel but growing with the
+    program (32 parts by default; one per core is cheapest here: SqueezeNet 2 / 4 / 8 parts
+    0.21 / 0.21 / 0.25 s). XLA compile seconds, fusion emitters -> these options, and ms per
+    call (jaxlib 0.10.2, this 2-core machine, 4 interleaved rounds): light SqueezeNet (26
+    convolutions) 0.30 -> 0.18 and 7.15 / 7.21, AlexNet (8) 0.38 -> 0.24 and 18.1 / 18.1,
+    ZFNet-512 (8) 0.25 -> 0.15 and 40.3 / 40.1, VGG19 (19) 0.25 -> 0.19 and 241 / 243; but
+    ResNet50 (53) 0.51 -> 0.49, Inception v1 (57) 0.73 -> 0.71, Inception v2 (69) 0.69 -> 0.80,
+    DenseNet-121 (120) 1.65 -> 1.65, ShuffleNet 1.75 -> 2.13: past a few dozen library calls
+    the fusion emitters win, hence `LEGACY_EMITTER_LIBRARY_CALLS`."""
+    return {
+        "xla_cpu_use_fusion_emitters": False,
+        "xla_cpu_parallel_codegen_split_count": max(os.cpu_count() or 1, 2),
+    }
+
+
 def region_compiler_options(region: tpu.RegionOp, platform: str) -> dict[str, Any] | None:
     """`compiler_options` for `region`: on the CPU without the tree reduction rewriter where
-    `needs_tree_reductions` says the region does not need it."""
+    `needs_tree_reductions` says the region does not need it, and with
+    `small_program_options` for a region of at most `LEGACY_EMITTER_LIBRARY_CALLS`
+    convolutions and dots."""
     options = compiler_options(platform)
-    if options is None or needs_tree_reductions(region):
-        return options
-    return {**options, "xla_disable_hlo_passes": "tree_reduction_rewriter"}
+    if options is None:
+        return None
+    if not needs_tree_reductions(region):
+        options = {**options, "xla_disable_hlo_passes": "tree_reduction_rewriter"}
+    library_calls = sum(
+        1
+        for op in region.body.walk()
+        if isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in LIBRARY_PRIMITIVES
+    )
+    if (
+        library_calls <= LEGACY_EMITTER_LIBRARY_CALLS
+        and not _has_narrow_types(region)
+        and _accepted(small_program_options())
+    ):
+        options = {**options, **small_program_options()}
+    return options
+
+
+NARROW_BITS = 8
+"""Floats of at most this many bits (float8, float4) and integers narrower than it (int4,
+int2): types the legacy emitters convert wrongly (ONNX's float8 FNUZ casts gave a number for
+NaN) or that the fusion emitters alone were checked with."""
+
+
+def _has_narrow_types(region: tpu.RegionOp) -> bool:
+    """Whether a value of the region has a float of at most 8 bits or an integer of fewer."""
+    for op in region.body.walk():
+        for value in (*op.results, *op.operands):
+            element = getattr(value.type, "element_type", None)
+            if element is None:
+                continue
+            bits = getattr(element, "bitwidth", None)
+            if isinstance(element, IntegerType) and bits is not None and 1 < bits < NARROW_BITS:
+                return True
+            if not isinstance(element, IntegerType) and bits is not None and bits <= NARROW_BITS:
+                return True
+    return False
+
+
+def _accepted(options: dict[str, Any]) -> bool:
+    """Whether this jaxlib's XLA:CPU knows every option (probed once per option set)."""
+    return _probe(tuple(sorted(options.items())))
 
 
 @cache
+def _probe(items: tuple[tuple[str, Any], ...]) -> bool:
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=dict(items)).lower(np.float32(0)).compile()
+    except Exception:  # an XLA without these options
+        return False
+    return True
+
+
 def compiler_options(platform: str) -> dict[str, Any] | None:
     """`XLA_CPU_OPTIONS` on the CPU where this jaxlib knows them (probed once), else None."""
-    if platform != "cpu":
-        return None
-    try:
-        jax.jit(lambda x: x + 1, compiler_options=XLA_CPU_OPTIONS).lower(np.float32(0)).compile()
-    except Exception:  # an XLA without these options: its defaults
+    if platform != "cpu" or not _accepted(XLA_CPU_OPTIONS):
         return None
     return XLA_CPU_OPTIONS
 

@@ -11,8 +11,10 @@ again, as `jax_backend.CompiledRegion` jits it, under each of these XLA:CPU opti
   `XLA_CPU_OPTIONS`, and XLA's tree reduction rewriter off unless the region needs it);
 - `mlconv, tree reductions`: `XLA_CPU_OPTIONS` alone (the tree reduction rewriter on);
 - `mlconv at O3`: the same with LLVM at XLA's default -O3 instead of mlconv's -O2;
-- `mlconv, legacy emitters`: the same with XLA:CPU's older LLVM IR emitters for loop fusions
-  instead of its MLIR fusion emitters (`xla_cpu_use_fusion_emitters`);
+- `mlconv, legacy emitters` / `mlconv, fusion emitters`: the same with XLA:CPU's older LLVM IR
+  emitters for loop fusions, one part per core (`jax_backend.small_program_options`, what
+  mlconv picks for regions of at most `LEGACY_EMITTER_LIBRARY_CALLS` convolutions and dots),
+  or with its MLIR fusion emitters;
 - `dot+eltwise+reduce+conv`: YNNPACK library fusions of dots, elementwise ops, reductions and
   individual convolutions;
 - `dot`: YNNPACK library fusions of dots only.
@@ -84,6 +86,7 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
         XLA_CPU_OPTIONS,
         _interpret,
         region_compiler_options,
+        small_program_options,
     )
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
@@ -104,7 +107,10 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
     OPTION_SETS["mlconv"] = options
     OPTION_SETS["mlconv, tree reductions"] = XLA_CPU_OPTIONS
     OPTION_SETS["mlconv at O3"] = {**options, "xla_backend_optimization_level": 3}
-    OPTION_SETS["mlconv, legacy emitters"] = {**options, "xla_cpu_use_fusion_emitters": False}
+    legacy = small_program_options()
+    fusion_emitters = {k: v for k, v in options.items() if k not in legacy}
+    OPTION_SETS["mlconv, legacy emitters"] = {**fusion_emitters, **legacy}
+    OPTION_SETS["mlconv, fusion emitters"] = fusion_emitters
     block, device = region.region.body.block, region.device
     values = {
         op: to_numpy(op.value) for op in region.region.body.walk() if isinstance(op, tpu.ConstantOp)

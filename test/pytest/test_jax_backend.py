@@ -191,6 +191,50 @@ def test_tree_reductions_only_where_needed(op_type, shape, attributes, tree) -> 
     )
 
 
+def test_small_programs_compile_with_legacy_emitters() -> None:
+    """A region of at most LEGACY_EMITTER_LIBRARY_CALLS convolutions and dots compiles with
+    XLA:CPU's legacy loop emitters (one LLVM module, a part per core), a larger one and one
+    with float8 values with the fusion emitters; each gives onnxruntime's numbers."""
+    if jax_backend.compiler_options("cpu") is None:
+        pytest.skip("this jaxlib has no XLA:CPU options")
+    legacy = jax_backend.small_program_options()
+    limit = jax_backend.LEGACY_EMITTER_LIBRARY_CALLS
+
+    def options(compiled) -> dict:
+        (region,) = compiled.regions
+        return jax_backend.region_compiler_options(region.region, "cpu")
+
+    cnn, image = _cnn()
+    small = mlconv.compile(cnn, device="cpu")
+    assert legacy.items() <= options(small).items()
+    assert legacy["xla_cpu_parallel_codegen_split_count"] >= 2
+    np.testing.assert_allclose(
+        small(image)[0], onnxruntime_outputs(cnn, [image])[0], rtol=1e-4, atol=1e-5
+    )
+
+    widths = [16 + (7 * i) % 24 for i in range(limit + 2)]  # limit + 1 MatMuls
+    mlp, features = _mlp(widths)
+    large = mlconv.compile(mlp, device="cpu")
+    dots = [op for op in large.regions[0].region.body.walk() if op.name == "tpu.dot_general"]
+    assert len(dots) == limit + 1
+    assert "xla_cpu_use_fusion_emitters" not in options(large)
+    np.testing.assert_allclose(
+        large(features)[0], onnxruntime_outputs(mlp, [features])[0], rtol=1e-4, atol=1e-5
+    )
+
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E4M3FNUZ)
+    graph = helper.make_graph(
+        [node],
+        "float8",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FNUZ, [4])],
+    )
+    narrow = mlconv.compile(helper.make_model(graph), device="cpu")
+    assert "xla_cpu_use_fusion_emitters" not in options(narrow)
+    (cast,) = narrow(np.array([np.nan, 1.0, -3.5, 300.0], np.float32))
+    assert np.isnan(cast.astype(np.float32)[0])
+
+
 def test_on_device_takes_and_returns_device_arrays() -> None:
     """`on_device` gives the call's outputs as JAX arrays and takes JAX array inputs without a
     host copy; the numbers are the numpy call's, a contradicting shape is still an InputError,
