@@ -216,8 +216,16 @@ def small_program_options() -> dict[str, Any]:
     the fusion emitters win, hence `LEGACY_EMITTER_LIBRARY_CALLS`."""
     return {
         "xla_cpu_use_fusion_emitters": False,
-        "xla_cpu_parallel_codegen_split_count": max(os.cpu_count() or 1, 2),
+        "xla_cpu_parallel_codegen_split_count": max(_cores(), 2),
     }
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity, which a container may narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity on this OS
+        return os.cpu_count() or 1
 
 
 def region_compiler_options(region: tpu.RegionOp, platform: str) -> dict[str, Any] | None:
