@@ -33,6 +33,8 @@ from mlconv.backends.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
+from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
+from mlconv.passes.tpu_sink_transposes import REDUCTIONS as SHARED_REDUCTIONS
 
 DEVICES = ("cpu", "gpu", "tpu")
 
@@ -155,9 +157,7 @@ the compile but doubles squeezenet's latency. XLA's older LLVM IR loop emitters
 `region_compiler_options` picks them per region (`small_program_options`)."""
 
 
-REDUCTIONS = frozenset(
-    "reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or reduce_xor argmax argmin".split()
-)
+REDUCTIONS = frozenset(SHARED_REDUCTIONS) | {"reduce_and", "reduce_or", "reduce_xor"}
 
 TREE_REDUCTION_ELEMENTS = 65536
 """A reduction over the trailing dims of more elements per result than this keeps XLA:CPU's
@@ -190,9 +190,6 @@ def needs_tree_reductions(region: tpu.RegionOp) -> bool:
             return True
     return False
 
-
-LIBRARY_PRIMITIVES = frozenset({"conv_general_dilated", "dot_general"})
-"""What XLA:CPU hands to a library (Eigen, YNNPACK) instead of compiling a loop for it."""
 
 LEGACY_EMITTER_LIBRARY_CALLS = 40
 """Regions with at most this many convolutions and dots compile with XLA:CPU's legacy loop
@@ -241,14 +238,15 @@ def region_compiler_options(region: tpu.RegionOp, platform: str) -> dict[str, An
     library_calls = sum(
         1
         for op in region.body.walk()
-        if isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in LIBRARY_PRIMITIVES
+        if isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in LIBRARY_CALLS
     )
+    legacy = small_program_options()
     if (
         library_calls <= LEGACY_EMITTER_LIBRARY_CALLS
         and not _has_narrow_types(region)
-        and _accepted(small_program_options())
+        and _accepted(legacy)
     ):
-        options = {**options, **small_program_options()}
+        options = {**options, **legacy}
     return options
 
 

@@ -63,6 +63,7 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.errors import MlconvError
 from mlconv.passes.tpu_conv_strategy import check_device
+from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
 from mlconv.semantics.host_numpy import HOST_ELEMENT_TYPES, HOST_PRIMITIVES
 
 DATA_MOVEMENT = frozenset(
@@ -100,10 +101,7 @@ def estimated_flops(region: tpu.RegionOp) -> int:
     """The multiply-adds of the region's convolutions and dots, twice (from their types)."""
     total = 0
     for op in region.body.walk():
-        if not isinstance(op, tpu.PrimitiveOp) or op.PRIMITIVE not in (
-            "conv_general_dilated",
-            "dot_general",
-        ):
+        if not isinstance(op, tpu.PrimitiveOp) or op.PRIMITIVE not in LIBRARY_CALLS:
             continue
         out = math.prod(op.results[0].type.get_shape())
         if op.PRIMITIVE == "dot_general":

@@ -53,12 +53,9 @@ from mlconv.dialects import tpu
 from mlconv.errors import MlconvError
 from mlconv.passes.tpu_conv_strategy import check_device
 from mlconv.passes.tpu_fold_constants import constant, erase_dead
-from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, _make, _shape
+from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, LIBRARY_CALLS, _make, _shape
 
 P = tpu.PRIMITIVE_OPS
-
-
-LIBRARY_CALLS = ("conv_general_dilated", "dot_general")
 
 
 def _paddable(concat: Operation) -> bool:

@@ -40,6 +40,7 @@ from mlconv.errors import PassFailure
 from mlconv.fake_quant import fake_quantize_reference
 from mlconv.passes.jaxpr_to_tpu import JaxprEmitter
 from mlconv.passes.tpu_fold_constants import constant_value, erase_dead, evaluate
+from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
 
 # Single-operand ops the weights may pass through between their FakeQuantize and the product.
 LAYOUT = {"reshape", "transpose", "convert_element_type", "squeeze", "expand_dims"}
@@ -284,8 +285,7 @@ def quantize_tpu_module(module: ModuleOp) -> dict[str, int]:
     products = [
         op
         for op in module.walk()
-        if isinstance(op, tpu.PrimitiveOp)
-        and op.PRIMITIVE in ("conv_general_dilated", "dot_general")
+        if isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in LIBRARY_CALLS
     ]
     for op in products:
         kind = quantize_product(op)

@@ -46,6 +46,8 @@ ELEMENTWISE = frozenset(
 )
 WINDOWS = ("reduce_window_max", "reduce_window_min", "reduce_window_sum")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin")
+LIBRARY_CALLS = frozenset({"conv_general_dilated", "dot_general"})
+"""What XLA hands to a library (Eigen, YNNPACK, cuDNN) instead of compiling a loop for it."""
 
 P = tpu.PRIMITIVE_OPS
 

@@ -467,11 +467,16 @@ def test_merge_epilogues_numerics():
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * np.abs(before).max())
 
 
-def _xla_kernels(module, x) -> tuple[int, int]:
-    """(loop fusions, concatenate kernels) XLA:CPU compiles of the module's (one) region."""
+def compiled_entry(module, x) -> str:
+    """The entry computation of the HLO XLA:CPU compiles of the module's (one) region."""
     region = compile_module(module, "cpu").regions[0]
     hlo = region._jitted.lower(region.constants, x).compile().as_text()
-    entry = hlo[hlo.index("\nENTRY") :]
+    return hlo[hlo.index("\nENTRY") :]
+
+
+def _xla_kernels(module, x) -> tuple[int, int]:
+    """(loop fusions, concatenate kernels) XLA:CPU compiles of the module's (one) region."""
+    entry = compiled_entry(module, x)
     return entry.count("kind=kLoop"), entry.count(" concatenate(")
 
 
@@ -551,9 +556,7 @@ def loop_fusion_operands(module, x) -> list[int]:
     """The operand count of each loop fusion XLA:CPU makes of the module's (one) region."""
     import re
 
-    region = compile_module(module, "cpu").regions[0]
-    hlo = region._jitted.lower(region.constants, x).compile().as_text()
-    entry = hlo[hlo.index("\nENTRY") :]
+    entry = compiled_entry(module, x)
     return [
         len(operands.split(", ")) for operands in re.findall(r"fusion\((.*?)\), kind=kLoop", entry)
     ]
