@@ -31,6 +31,16 @@ def _matmul(a, m):
     return jnp.matmul(a, jnp.asarray(m, a.dtype), precision=lax.Precision.HIGHEST)
 
 
+def _cos_sin(angle):
+    """cos and sin of the DFT angles, exactly 0 where they vanish (sin(pi) is 1.2e-16 in
+    float64): the imaginary part of a real signal's DC and Nyquist bins is then exactly 0, as
+    FFT libraries give it, and its sign (which atan2 reads) is not noise."""
+    cos, sin = np.cos(angle), np.sin(angle)
+    cos[np.abs(cos) < 1e-12] = 0.0
+    sin[np.abs(sin) < 1e-12] = 0.0
+    return cos, sin
+
+
 def _dft_last(real, imag, n, inverse, onesided):
     """DFT of length `n` along the last dim of (real, imag), zero-padded or truncated to n,
     in float64. An inverse onesided transform reads the n // 2 + 1 leading bins of a
@@ -44,13 +54,14 @@ def _dft_last(real, imag, n, inverse, onesided):
         weight[0] = 1.0
         if n % 2 == 0:
             weight[-1] = 1.0
-        out = _matmul(real, weight * np.cos(angle)) - _matmul(imag, weight * np.sin(angle))
+        cos, sin = _cos_sin(angle)
+        out = _matmul(real, weight * cos) - _matmul(imag, weight * sin)
         return out / n, None
     real, imag = _fit([real, imag], n)
     bins = n // 2 + 1 if onesided else n
     angle = 2 * np.pi * np.outer(np.arange(n), np.arange(bins)) / n
-    cos = np.cos(angle)
-    sin = (-1.0 if inverse else 1.0) * np.sin(angle)
+    cos, sin = _cos_sin(angle)
+    sin = (-1.0 if inverse else 1.0) * sin
     out_real = _matmul(real, cos) + _matmul(imag, sin)
     out_imag = _matmul(imag, cos) - _matmul(real, sin)
     if inverse:

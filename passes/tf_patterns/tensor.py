@@ -1,5 +1,6 @@
 """Data-movement and shape TF ops: Const, Reshape, Squeeze, ExpandDims, Pad, ConcatV2, Pack,
-Transpose, reductions, ArgMax/ArgMin, Shape, Fill, Tile, GatherV2, StridedSlice, Slice.
+Transpose, reductions, ArgMax/ArgMin, Shape, Fill, Tile, GatherV2, StridedSlice, Slice,
+BroadcastTo, Range, Split, SplitV.
 
 TF passes axes, shapes and pads as int32 or int64 tensors; core's static operands accept
 either, so they are passed through and only rewritten where their meaning differs.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlconv.dense import to_numpy
+from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_tf as ctf
 from mlconv.passes.tf_patterns import lowering
@@ -167,3 +169,28 @@ def slice_(op, b):
             end_mask=[int(s < 0) for s in size],
         )
     ]
+
+
+@lowering("BroadcastTo")
+def broadcast_to(op, b):
+    return [b(ct.BroadcastOp, b.input(op, 0), b.input(op, 1), mode="numpy")]
+
+
+@lowering("Range")
+def range_(op, b):
+    start, limit, delta = (b.input(op, i) for i in range(3))
+    return [b(ci.RangeOp, start, limit, delta, output_type=op.attr_or_default("Tidx"))]
+
+
+@lowering("Split")
+def split(op, b):
+    # Split's operands are (split_dim, value), in that order.
+    count = b.attr(op, "num_split")
+    return b(ci.SplitOp, b.input(op, 1), b.input(op, 0), num_splits=count, results=count)
+
+
+@lowering("SplitV")
+def split_v(op, b):
+    lengths = b.input(op, 1)
+    count = b.static(lengths, "size_splits").size
+    return b(ci.VariadicSplitOp, b.input(op, 0), b.input(op, 2), lengths, results=count)

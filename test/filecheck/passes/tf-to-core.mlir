@@ -4,6 +4,11 @@
 // Every unsupported TF op type at once, with its node count, before anything is rewritten.
 // MISSING: error: no lowering to core for 2 tf op type(s): tf.BesselI0e (1 node: bessel); tf.Cumsum (2 nodes: cumsum_a, cumsum_b)
 
+// A TF op outside the FFT family on complex tensors is refused (core keeps complex values as
+// a trailing dim of 2, which an elementwise op would mix up).
+// RUN: not mlconv-opt %S/Inputs/tf-complex-mul.mlir -p tf-to-core 2>&1 | filecheck %s --check-prefix=COMPLEX
+// COMPLEX: error: complex tensors are supported by the FFT family only, not by: tf.Mul (product)
+
 // With allow-custom the same ops stay as core.Custom (domain "tf"), the Relu lowers.
 // RUN: mlconv-opt %S/Inputs/tf-unsupported.mlir -p 'tf-to-core{allow-custom=true}' | mlconv-opt | filecheck %s --check-prefix=CUSTOM
 // CUSTOM:      %[[A:.*]] = "core.Custom"(%{{.*}}, %{{.*}}) {domain = "tf", op_type = "Cumsum", attrs = {}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -62,4 +67,43 @@ func.func @mean_squeeze(%x: tensor<1x4x4x8xf32>) -> tensor<8xf32> {
   %m = "tf.Mean"(%x, %axes) {keep_dims = true} : (tensor<1x4x4x8xf32>, tensor<2xi32>) -> tensor<1x1x1x8xf32>
   %s = "tf.Squeeze"(%m) {squeeze_dims = [0, 1, 2]} : (tensor<1x1x1x8xf32>) -> tensor<8xf32>
   func.return %s : tensor<8xf32>
+}
+
+// -----
+
+// ResizeBilinear with half_pixel_centers: Interpolate over the NHWC height and width axes,
+// sizes given; Split's operands come (axis, value) and leave as (value, axis).
+// CHECK-LABEL: func.func @resize_split
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x4x6x2xf32>)
+// CHECK:         %[[SIZE:.*]] = core.Constant {value = dense<[8, 12]> : tensor<2xi32>}
+// CHECK-NEXT:    %[[AXES:.*]] = core.Constant {value = dense<[1, 2]> : tensor<2xi64>}
+// CHECK-NEXT:    %[[R:.*]] = "core.Interpolate"(%[[X]], %[[SIZE]], %[[AXES]]) {{.*}}{mode = "linear_onnx", shape_calculation_mode = "sizes", coordinate_transformation_mode = "half_pixel"} : {{.*}} -> tensor<1x8x12x2xf32>
+// CHECK:         %[[AXIS:.*]] = core.Constant {value = dense<3> : tensor<i32>}
+// CHECK-NEXT:    %{{.*}}, %[[B:.*]] = "core.Split"(%[[X]], %[[AXIS]]) {num_splits = 2 : i64}
+// CHECK-NEXT:    func.return %[[R]], %[[B]]
+func.func @resize_split(%x: tensor<1x4x6x2xf32>) -> (tensor<1x8x12x2xf32>, tensor<1x4x6x1xf32>) {
+  %size = "tf.Const"() {value = dense<[8, 12]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %r = "tf.ResizeBilinear"(%x, %size) {half_pixel_centers = true} : (tensor<1x4x6x2xf32>, tensor<2xi32>) -> tensor<1x8x12x2xf32>
+  %axis = "tf.Const"() {value = dense<3> : tensor<i32>} : () -> tensor<i32>
+  %a, %b = "tf.Split"(%axis, %x) {num_split = 2} : (tensor<i32>, tensor<1x4x6x2xf32>) -> (tensor<1x4x6x1xf32>, tensor<1x4x6x1xf32>)
+  func.return %r, %b : tensor<1x8x12x2xf32>, tensor<1x4x6x1xf32>
+}
+
+// -----
+
+// A complex tensor is a float tensor with a trailing dim of 2: RFFT is a onesided DFT of the
+// signal with a unit trailing dim, ComplexAbs the root of the summed squares of the pair.
+// CHECK-LABEL: func.func @rfft_abs
+// CHECK-SAME:    (%[[X:.*]]: tensor<3x8xf32>)
+// CHECK:         %[[U:.*]] = "core.Unsqueeze"(%[[X]], %{{.*}}) : {{.*}} -> tensor<3x8x1xf32>
+// CHECK:         %[[S:.*]] = "core.DFT"(%[[U]], %{{.*}}, %{{.*}}) {inverse = false, onesided = true} : {{.*}} -> tensor<3x5x2xf32>
+// CHECK-NEXT:    %[[SQ:.*]] = "core.Multiply"(%[[S]], %[[S]])
+// CHECK:         %[[SUM:.*]] = "core.ReduceSum"(%[[SQ]], %{{.*}}) {keep_dims = false} : {{.*}} -> tensor<3x5xf32>
+// CHECK-NEXT:    %[[A:.*]] = "core.Sqrt"(%[[SUM]])
+// CHECK-NEXT:    func.return %[[A]]
+func.func @rfft_abs(%x: tensor<3x8xf32>) -> tensor<3x5xf32> {
+  %n = "tf.Const"() {value = dense<8> : tensor<1xi32>} : () -> tensor<1xi32>
+  %s = "tf.RFFT"(%x, %n) : (tensor<3x8xf32>, tensor<1xi32>) -> tensor<3x5xcomplex<f32>>
+  %a = "tf.ComplexAbs"(%s) : (tensor<3x5xcomplex<f32>>) -> tensor<3x5xf32>
+  func.return %a : tensor<3x5xf32>
 }

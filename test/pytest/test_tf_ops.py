@@ -1,0 +1,149 @@
+"""TensorFlow models as their users have them (issue 35): ops, control flow and RNNs that Keras
+3 and tf.function emit, each model built here with fixed seeds and a `None` batch, saved as a
+SavedModel, converted once and compared with TensorFlow at two batch sizes (float, max |diff|
+<= 1e-4 * max |reference| per output).
+
+The references are TensorFlow's own functions run eagerly (for the image ops: the tf.raw_ops
+kernels with every align_corners / half_pixel_centers combination TensorFlow accepts). Each
+model first shows that its outputs move with the input (`sensitivity.assert_input_sensitive`).
+TensorFlow's import is slow, so the TF model classes share this one file and its
+session-scoped SavedModels.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+import mlconv  # noqa: E402
+from mlconv.errors import MlconvError  # noqa: E402
+
+RTOL = 1e-4
+BATCHES = (2, 3)
+IMAGE = (6, 8, 3)
+
+
+def assert_matches(got, expected, names) -> None:
+    assert len(got) == len(expected)
+    for name, actual, reference in zip(names, got, expected, strict=True):
+        reference = np.asarray(reference)
+        assert actual.shape == reference.shape, name
+        scale = max(float(np.abs(reference).max()), 1e-30)
+        error = float(np.abs(actual.astype(np.float64) - reference).max()) / scale
+        assert error <= RTOL, f"{name}: {error:.2e} of max |reference|"
+
+
+def save(module, folder, fn) -> str:
+    tf.saved_model.save(
+        module,
+        str(folder),
+        signatures={"serving_default": fn},
+        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": fn}),
+    )
+    return str(folder)
+
+
+def reference(fn, *arrays) -> tuple[list[str], list[np.ndarray]]:
+    """TensorFlow's outputs in the order of their names (a signature's flat order)."""
+    result = fn(*[tf.constant(a) for a in arrays])
+    if isinstance(result, dict):
+        names = sorted(result)
+        return names, [result[n].numpy() for n in names]
+    result = result if isinstance(result, list | tuple) else [result]
+    return [f"output_{i}" for i in range(len(result))], [r.numpy() for r in result]
+
+
+def image(batch: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((batch, *IMAGE)).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- ops (item 1)
+
+RESIZE_FLAGS = {"asym": (False, False), "corners": (True, False), "half": (False, True)}
+RESIZE_SIZES = {"up": (9, 13), "down": (4, 5)}
+
+
+class OpsModule(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None, *IMAGE], tf.float32)])
+    def tpu_func(self, x):
+        out = {}
+        mean = tf.reduce_mean(x, axis=[1, 2], keepdims=True)
+        out["broadcast_to"] = tf.broadcast_to(mean, tf.shape(x)) * x
+        out["range"] = x[:, :, :, 0] * tf.range(1, 17, 2, dtype=tf.float32)
+        first, second = tf.split(x, [3, -1], axis=2)
+        out["split_v"] = first * 2.0 + second[:, :, 1:4]
+        a, b, c = tf.split(x, 3, axis=3)
+        out["split"] = a + b * c
+        for size_name, size in RESIZE_SIZES.items():
+            for flag_name, (corners, half) in RESIZE_FLAGS.items():
+                key = f"{size_name}_{flag_name}"
+                out[f"bilinear_{key}"] = tf.raw_ops.ResizeBilinear(
+                    images=x, size=size, align_corners=corners, half_pixel_centers=half
+                )
+                out[f"nearest_{key}"] = tf.raw_ops.ResizeNearestNeighbor(
+                    images=x, size=size, align_corners=corners, half_pixel_centers=half
+                )
+            for flag_name in ("asym", "half"):
+                corners, half = RESIZE_FLAGS[flag_name]
+                out[f"bicubic_{size_name}_{flag_name}"] = tf.raw_ops.ResizeBicubic(
+                    images=x, size=size, align_corners=corners, half_pixel_centers=half
+                )
+        out["contrast"] = tf.image.adjust_contrast(x, 1.7)
+        signal = x[:, :, :, 0]  # [batch, 6, 8]: transforms along the last axis
+        spectrum = tf.signal.rfft(signal)
+        out["rfft_abs"] = tf.abs(spectrum)
+        out["rfft_angle"] = tf.math.angle(spectrum)
+        out["rfft_padded"] = tf.math.real(tf.signal.rfft(signal, fft_length=[11]))
+        out["rfft_cut"] = tf.math.imag(tf.signal.rfft(signal, fft_length=[6]))
+        half_spectrum = tf.complex(x[:, :, :5, 1], x[:, :, :5, 2])
+        out["irfft"] = tf.signal.irfft(half_spectrum)
+        out["irfft_odd"] = tf.signal.irfft(half_spectrum, fft_length=[9])
+        full = tf.complex(signal, x[:, :, :, 1])
+        out["fft_angle"] = tf.math.angle(tf.signal.fft(full))
+        out["ifft_abs"] = tf.abs(tf.signal.ifft(tf.math.conj(full)))
+        return out
+
+
+@pytest.fixture(scope="session")
+def ops_model(tmp_path_factory):
+    module = OpsModule()
+    folder = save(module, tmp_path_factory.mktemp("tf_ops") / "ops", module.tpu_func)
+    return folder, module.tpu_func
+
+
+def test_ops_match_tensorflow_at_two_batch_sizes(ops_model):
+    folder, fn = ops_model
+    run = mlconv.compile(folder, quiet=True)
+    names, first = reference(fn, image(2, 1))
+    _, moved = reference(fn, image(2, 2))
+    for name, a, b in zip(names, first, moved, strict=True):
+        sensitivity.assert_input_sensitive(a, b, rtol=RTOL, what=name)
+    for batch in BATCHES:
+        x = image(batch, 3 + batch)
+        assert_matches(run(x), reference(fn, x)[1], names)
+
+
+def test_resize_with_both_flags_is_refused(tmp_path):
+    """TensorFlow refuses align_corners with half_pixel_centers when it runs the kernel; the
+    converter says so at conversion, one line at the node."""
+
+    class Both(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([1, *IMAGE], tf.float32)])
+        def f(self, x):
+            return tf.raw_ops.ResizeBilinear(
+                images=x, size=[3, 3], align_corners=True, half_pixel_centers=True
+            )
+
+    module = Both()
+    folder = save(module, tmp_path / "both", module.f)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        module.f(image(1, 0))
+    with pytest.raises(MlconvError, match="ResizeBilinear.*align_corners and half_pixel_centers"):
+        mlconv.compile(folder, quiet=True)
