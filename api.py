@@ -144,6 +144,7 @@ def compile(  # noqa: A001 - the API the design names
     backend: str = "jax",
     quiet: bool = False,
     allow_custom: bool = False,
+    compilation_cache: bool | str | os.PathLike | None = None,
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
@@ -159,7 +160,10 @@ def compile(  # noqa: A001 - the API the design names
     `backend="openvino"` runs the core IR in the OpenVINO runtime instead of JAX (cpu).
     On a terminal a progress bar names each pass as it runs (`quiet=True`: none).
     `allow_custom=True` keeps ops nobody lowers as core.Custom, run on the host by the Python
-    implementation registered for their (domain, op type) in `mlconv.custom_ops`."""
+    implementation registered for their (domain, op type) in `mlconv.custom_ops`.
+    `compilation_cache`: XLA executables persist on disk across processes (on by default, in
+    ~/.cache/mlconv/xla; False: off, a path: there; process-wide; `backends/compile_cache.py`,
+    env MLCONV_COMPILATION_CACHE=0 turns the default off)."""
     from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.backends.specialize import (
@@ -170,6 +174,10 @@ def compile(  # noqa: A001 - the API the design names
     from mlconv.dialects import make_context
     from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
+    if compilation_cache is not None:
+        from mlconv.backends.compile_cache import configure
+
+        configure(compilation_cache)
     if isinstance(model, str | os.PathLike) and is_artifact(model):
         if input_shapes or frontend_options:
             raise OptionError(

@@ -28,6 +28,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from mlconv.backends import compile_cache
 from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.backends.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, to_numpy
@@ -377,6 +378,7 @@ class CompiledModule:
 
     def __init__(self, module: ModuleOp, device: str | None = None):
         self.device = pick_device(device)
+        compile_cache.ensure(self.device.platform)  # before anything compiles
         main = find_main(module)
         self.input_names = value_names(main.arg_attrs, len(main.body.block.args), "input")
         self.output_names = value_names(main.res_attrs, len(main.function_type.outputs), "output")

@@ -3,14 +3,20 @@
 - This folder goes on sys.path, so test modules import the helper modules beside them
   (`import sensitivity`, `import numerics`, `import exported_models`) although pytest imports
   the tests themselves with --import-mode=importlib.
+- mlconv's persistent compilation cache is off (MLCONV_COMPILATION_CACHE=0, inherited by the
+  CLI subprocesses): the suite writes nothing to ~/.cache; test_compile_cache.py turns it on
+  in a temporary folder.
 - torch (2.14.1) must be loaded before TensorFlow (2.21) in a process: with TensorFlow loaded
   first, importing torchvision (which pulls in triton) segfaults. Collection imports every test
   module in one process, so the order cannot be left to the modules.
 """
 
 import contextlib
+import os
 import sys
 from pathlib import Path
+
+os.environ.setdefault("MLCONV_COMPILATION_CACHE", "0")
 
 HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:
