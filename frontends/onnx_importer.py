@@ -80,11 +80,14 @@ def import_onnx(model: str | os.PathLike | onnx.ModelProto) -> ModuleOp:
     # Weights stay out of shape inference (which serializes and re-parses the whole model)
     # and are read once, straight into the dense attributes (external data from its file).
     detached = _detach_weights(proto)
+    scoped = scope_subgraph_names(proto.graph)
     try:
         try:
             inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
         except Exception:  # noqa: BLE001 - inference is an aid: import without it
             inferred = proto
+        if scoped:
+            _rename_values(inferred.graph, scoped)
         return _Importer(inferred, _Weights(detached, folder)).import_model()
     except FrontendError as err:
         if path is not None and not err.message.startswith(path):
@@ -92,8 +95,76 @@ def import_onnx(model: str | os.PathLike | onnx.ModelProto) -> ModuleOp:
             err.args = (err.message,)
         raise
     finally:
+        if scoped and inferred is not proto:
+            _rename_values(proto.graph, scoped)
         if path is None:  # the caller's ModelProto is given back as it came
             _reattach_weights(proto, detached)
+
+
+def scope_subgraph_names(graph: onnx.GraphProto) -> dict[str, str]:
+    """Give every value defined inside a subgraph (If branches, Loop/Scan bodies) a name of its
+    own, in place; returns new name -> original name.
+
+    ONNX shape inference with `data_prop` keeps the values it propagates in one table keyed by
+    name for the whole model, so two If branches that both define `v` get each other's types
+    (optimum's merged Whisper decoder). Renamed, each branch's values are its own; the
+    caller renames them back with `_rename_values` after inference."""
+    mapping: dict[str, str] = {}
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            _scope_graph(sub, {}, mapping)
+    return mapping
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    graphs = []
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            graphs.append(attr.g)
+        graphs.extend(attr.graphs)
+    return graphs
+
+
+def _scope_graph(graph: onnx.GraphProto, outer: dict[str, str], mapping: dict[str, str]) -> None:
+    env = dict(outer)
+
+    def define(name: str) -> str:
+        if not name:
+            return name
+        new = f"{name}/mlconv.scope{len(mapping)}"
+        mapping[new] = name
+        env[name] = new
+        return new
+
+    for info in graph.input:
+        info.name = define(info.name)
+    for init in graph.initializer:
+        init.name = define(init.name)
+    for sparse in graph.sparse_initializer:
+        sparse.values.name = define(sparse.values.name)
+    for node in graph.node:
+        node.output[:] = [define(n) for n in node.output]
+    for node in graph.node:
+        node.input[:] = [env.get(n, n) for n in node.input]
+        for sub in _subgraphs(node):
+            _scope_graph(sub, env, mapping)
+    for info in (*graph.output, *graph.value_info):
+        info.name = env.get(info.name, info.name)
+
+
+def _rename_values(graph: onnx.GraphProto, mapping: dict[str, str]) -> None:
+    """Rename every value of `graph` and its subgraphs that `mapping` names."""
+    for info in (*graph.input, *graph.output, *graph.value_info):
+        info.name = mapping.get(info.name, info.name)
+    for init in graph.initializer:
+        init.name = mapping.get(init.name, init.name)
+    for sparse in graph.sparse_initializer:
+        sparse.values.name = mapping.get(sparse.values.name, sparse.values.name)
+    for node in graph.node:
+        node.input[:] = [mapping.get(n, n) for n in node.input]
+        node.output[:] = [mapping.get(n, n) for n in node.output]
+        for sub in _subgraphs(node):
+            _rename_values(sub, mapping)
 
 
 def print_module(module: ModuleOp, stream: IO[str]) -> None:

@@ -51,10 +51,61 @@ def infer_result_types(op: CoreOp) -> list[TensorType] | None:
         return _infer_with(op, (None,), missing)
     for probes in (_PROBE_SIZES, _DIVISIBLE_PROBE_SIZES):
         try:
-            return _infer_with(op, probes, missing)
+            results = _infer_with(op, probes, missing)
         except _ProbeFailed:
             continue
+        if results is not None and op.name == "core.Reshape":
+            results = _unproven_reshape_dims(op, results)
+        return results
     return _rank_only(op) if missing else None
+
+
+def _unproven_reshape_dims(op: CoreOp, results: list[TensorType]) -> list[TensorType]:
+    """A Reshape's -1 dim made dynamic where the probes cannot prove it static.
+
+    The probes give every dynamic dim one size. When the shape operand reads dims of values
+    other than the data (ShapeOf of the model input B, the data being a (B*4, 64, 64) tensor),
+    the -1 then comes out as if those dims were the data's: (B*4, 64, 64) -> (B, 4, 64, -1)
+    would give 16 where it is 64. Such a -1 stays `?`."""
+    data, shape = op.operands[0], op.operands[1]
+    data_type = data.type
+    if not isinstance(data_type, TensorType) or all(d >= 0 for d in data_type.get_shape()):
+        return results
+    sources = _shape_sources(shape)
+    if sources is None or sources <= {data}:
+        return results
+    pattern = partial_value(shape, _PROBE_SIZES[0])
+    if pattern is None:
+        return results
+    dims = list(results[0].get_shape())
+    for i, d in enumerate(np.asarray(pattern).reshape(-1).tolist()):
+        if d == -1 and i < len(dims):
+            dims[i] = DYNAMIC_INDEX
+    return [shared_tensor_type(results[0].get_element_type(), tuple(dims)), *results[1:]]
+
+
+def _shape_sources(value: SSAValue, _depth: int = 0) -> set[SSAValue] | None:
+    """The values with dynamic dims whose ShapeOf a shape-like `value` reads (None: too deep)."""
+    if constant_value(value) is not None:
+        return set()
+    owner = value.owner
+    if not isinstance(owner, CoreOp) or _depth > _PARTIAL_DEPTH:
+        return None
+    if owner.name == "core.ShapeOf":
+        source = owner.operands[0]
+        t = source.type
+        return (
+            {source}
+            if not isinstance(t, TensorType) or min(t.get_shape(), default=0) < 0
+            else set()
+        )
+    found: set[SSAValue] = set()
+    for operand in owner.operands:
+        inner = _shape_sources(operand, _depth + 1)
+        if inner is None:
+            return None
+        found |= inner
+    return found
 
 
 class _ProbeFailed(Exception):

@@ -107,3 +107,23 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
     func.return %y : tensor<*xf32>
   }
 }
+
+// -----
+
+// A -1 next to a dim read from another value's shape: (B*4, 64, 64) -> (B, 4, 64, -1), B from
+// the model input. The probes give every dynamic dim one size, which would make the -1 16;
+// it is 64, so a -1 whose shape operand reads dims of values other than the data stays `?`.
+// CHECK-LABEL: func.func @reshape_minus_one_next_to_other_batch
+// CHECK:         %[[Y:.*]] = "core.Reshape"(%{{.*}}, %{{.*}}) {{.*}} : (tensor<?x64x64xf32>, tensor<4xi64>) -> tensor<?x4x64x?xf32>
+
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @reshape_minus_one_next_to_other_batch(%x: tensor<?x4x64x64xf32>, %y: tensor<?x64x64xf32>) -> tensor<*xf32> {
+    %s = "onnx.Shape"(%x) : (tensor<?x4x64x64xf32>) -> tensor<4xi64>
+    %i0 = "onnx.Constant"() {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+    %b = "onnx.Gather"(%s, %i0) {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %rest = "onnx.Constant"() {value = dense<[4, 64, -1]> : tensor<3xi64>} : () -> tensor<3xi64>
+    %shape = "onnx.Concat"(%b, %rest) {axis = 0 : i64} : (tensor<1xi64>, tensor<3xi64>) -> tensor<4xi64>
+    %r = "onnx.Reshape"(%y, %shape) : (tensor<?x64x64xf32>, tensor<4xi64>) -> tensor<*xf32>
+    func.return %r : tensor<*xf32>
+  }
+}
