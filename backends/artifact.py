@@ -46,6 +46,7 @@ import numpy as np
 from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.backends.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.errors import BackendError
+from mlconv.fileio import resolve_output
 
 FORMAT = "mlconv-artifact"
 FORMAT_VERSION = 1
@@ -167,8 +168,10 @@ def save_artifact(
 
     write_tf = saved_model and importlib.util.find_spec("tensorflow") is not None
     manifest["saved_model"] = "saved_model" if write_tf else None
-    target = Path(outdir)
-    if target.exists() and not target.is_dir():
+    # A symbolic link to a folder is written through: its target is replaced, the link stays.
+    where, in_place = resolve_output(outdir)
+    target = Path(where)
+    if in_place or (target.exists() and not target.is_dir()):
         raise BackendError(f"{target}: exists and is not a folder")
     parent = target.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from mlconv.backends.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
+from mlconv.fileio import write_output
 from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
 from mlconv.passes.tpu_sink_transposes import REDUCTIONS as SHARED_REDUCTIONS
 
@@ -481,5 +482,4 @@ def export_stablehlo(module: ModuleOp, out_path: str) -> None:
         for a in block.args
     ]
     text = jax.jit(lambda *args: _interpret(block, constants, args)).lower(*specs).as_text()
-    with open(out_path, "w") as stream:
-        stream.write(text)
+    write_output(out_path, text)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import BackendError, FrontendError
+from mlconv.fileio import staged_output
 from mlconv.passes.core_op_versions import ATTRIBUTE as OPSET
 from mlconv.passes.lowering import lookup
 
@@ -342,20 +342,10 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
     xml_path = Path(path)
     bin_path = xml_path.with_suffix(".bin")
     xml, weights = to_openvino_ir(module, name=xml_path.stem, **options)
-    folder = xml_path.parent
-    temporaries = []
-    try:
-        for data in (xml, weights):
-            handle, temporary = tempfile.mkstemp(prefix=".mlconv-ov.", dir=folder)
-            temporaries.append(temporary)
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-        os.replace(temporaries[1], bin_path)
-        os.replace(temporaries[0], xml_path)
-    finally:
-        for temporary in temporaries:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+    # The .bin first: an .xml in place always finds the weights it was written with.
+    with staged_output(xml_path) as staged_xml, staged_output(bin_path) as staged_bin:
+        Path(staged_bin).write_bytes(weights)
+        Path(staged_xml).write_bytes(xml)
     return xml_path, bin_path
 
 

@@ -15,8 +15,6 @@ an error leaves nothing behind.
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import flatbuffers
 import numpy as np
@@ -33,6 +31,7 @@ from mlconv.backends.module_io import find_main, value_names
 from mlconv.dialects import tflite
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.errors import BackendError
+from mlconv.fileio import write_output
 from mlconv.frontends.tflite_importer import tflite_schema
 from mlconv.passes.tflite_op_versions import min_runtime, runtime_key, tflite_type
 
@@ -240,20 +239,12 @@ def tflite_bytes(module: ModuleOp) -> bytes:
 
 
 def write_tflite(module: ModuleOp, path: str | os.PathLike) -> None:
-    """Write `module` to `path`; nothing is written when it cannot be serialised."""
+    """Write `module` to `path`; nothing is written when it cannot be serialised.
+
+    A regular file is replaced atomically; a special file is written into (`mlconv.fileio`).
+    """
     data = tflite_bytes(module)
-    target = Path(path)
-    handle, temp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)  # the usual permissions, not mkstemp's 0600
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_output(path, data)
 
 
 def export_tflite(module: ModuleOp, out_path: str | os.PathLike) -> None:

@@ -1,8 +1,8 @@
 """What the command-line tools share: argument errors, one-line error reports, atomic output.
 
 Every user-facing failure of a tool is one line on stderr (`path: error: message`) and exit
-status 1; an output file is written to a temporary name beside it and renamed into place only
-once everything succeeded, so a failed run never leaves a half-written file behind.
+status 1; an output file gets its contents only once everything succeeded, so a failed run never
+leaves a half-written file behind (`atomic_output`, by the rules of `mlconv.fileio`).
 Set `MLCONV_DEBUG=1` to get Python tracebacks for internal errors instead.
 """
 
@@ -12,11 +12,11 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, NoReturn
 
 from mlconv.errors import MlconvError, OptionError
+from mlconv.fileio import output_stream
 
 MAX_CONTEXT_LINE = 160
 """A parse error shows its source line and caret only for lines up to this many characters."""
@@ -110,38 +110,13 @@ def located(error: BaseException, path: str) -> BaseException:
 
 @contextlib.contextmanager
 def atomic_output(path: str | None, binary: bool = False) -> Iterator[IO]:
-    """A stream for `path` (stdout for None or '-') that exists under its name only on success."""
+    """A stream for `path` (stdout for None or '-') that gets its contents only on success.
+
+    A regular file is replaced atomically; `/dev/null`, a FIFO or another special file is
+    written into, never replaced; a symbolic link is written through (see `mlconv.fileio`).
+    """
     if path is None or path == "-":
         yield sys.stdout.buffer if binary else sys.stdout
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
-            yield f
-        make_readable(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def make_readable(path: str) -> None:
-    """Give a temporary file (created 0600) the mode a plain `open(path, "w")` would have."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
-def temporary_path_for(path: str) -> str:
-    """A fresh temporary file name beside `path` (for writers that want a path, not a stream)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=os.path.splitext(path)[1], dir=directory
-    )
-    os.close(fd)
-    make_readable(temporary)
-    return temporary
+    with output_stream(path, binary=binary) as stream:
+        yield stream

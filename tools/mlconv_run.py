@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from mlconv.errors import MlconvError, OptionError
-from mlconv.tools.cli import ToolArgumentParser, ToolFailure, render, run_tool, temporary_path_for
+from mlconv.fileio import staged_output
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, render, run_tool
 
 PROG = "mlconv-run"
 
@@ -205,18 +206,12 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def write_outputs(path: str, results: list[np.ndarray], names: list[str] | None) -> None:
-    """Write the outputs under their names, through a temporary file renamed into place."""
+    """Write the outputs under their names; `path` gets them only on success (`mlconv.fileio`)."""
     if names is None or len(names) != len(results):
         names = [f"arr_{i}" for i in range(len(results))]
-    temporary = temporary_path_for(path if path.endswith(".npz") else path + ".npz")
-    try:
+    with staged_output(path, suffix=".npz") as temporary:
         with open(temporary, "wb") as f:
             np.savez(f, **{name: np.asarray(r) for name, r in zip(names, results, strict=True)})
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def format_outputs(results: list[np.ndarray], names: list[str] | None) -> str:

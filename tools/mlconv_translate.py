@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlconv.errors import MlconvError, OptionError
+from mlconv.fileio import install, resolve_output
 from mlconv.tools.cli import ToolArgumentParser, ToolFailure, atomic_output, render, run_tool
 
 PROG = "mlconv-translate"
@@ -223,14 +224,19 @@ def _export(args: Any, translation: Translation, path: str) -> int:
     if module is None:
         raise ToolFailure([errors[0].render(path)])
     # The exporter writes into a fresh folder beside the output; its files are moved into
-    # place only once it has succeeded (OpenVINO writes a .bin beside the .xml).
+    # place only once it has succeeded (OpenVINO writes a .bin beside the .xml), each by the
+    # rules of mlconv.fileio (/dev/null and FIFOs are written into, never replaced).
     destination = os.path.dirname(os.path.abspath(args.output))
-    staging = tempfile.mkdtemp(prefix=".mlconv-translate.", dir=destination)
+    target, in_place = resolve_output(args.output)
+    beside = None if in_place else os.path.dirname(os.path.abspath(target))
+    staging = tempfile.mkdtemp(prefix=".mlconv-translate.", dir=beside)
     try:
         kwargs = {name: getattr(args, name) for name in translation.extra if getattr(args, name)}
-        function(module, os.path.join(staging, os.path.basename(args.output)), **kwargs)
+        output = os.path.basename(args.output)
+        function(module, os.path.join(staging, output), **kwargs)
         for name in os.listdir(staging):
-            os.replace(os.path.join(staging, name), os.path.join(destination, name))
+            final = args.output if name == output else os.path.join(destination, name)
+            install(os.path.join(staging, name), final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return 0
