@@ -1,12 +1,13 @@
 """mlconv: an MLIR-style model compiler on xDSL.
 
-    import mlconv
-    run = mlconv.compile("model.onnx", device="cpu")
-    outputs = run(x)            # numpy arrays in, list of numpy arrays out
-    served = mlconv.load("converted/")   # a folder written by mlconv-convert
+import mlconv
+run = mlconv.compile("model.onnx", device="cpu")
+outputs = run(x)            # numpy arrays in, list of numpy arrays out
+served = mlconv.load("converted/")   # a folder written by mlconv-convert
 """
 
 from mlconv.api import compile, load
+from mlconv.backends.padding import PadTo
 
-__all__ = ["compile", "load"]
+__all__ = ["PadTo", "compile", "load"]
 __version__ = "0.1.0"

@@ -145,6 +145,7 @@ def compile(  # noqa: A001 - the API the design names
     quiet: bool = False,
     allow_custom: bool = False,
     compilation_cache: bool | str | os.PathLike | None = None,
+    pad_dims: Mapping[str, Any] | bool | None = None,
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
@@ -163,7 +164,11 @@ def compile(  # noqa: A001 - the API the design names
     implementation registered for their (domain, op type) in `mlconv.custom_ops`.
     `compilation_cache`: XLA executables persist on disk across processes (on by default, in
     ~/.cache/mlconv/xla; False: off, a path: there; process-wide; `backends/compile_cache.py`,
-    env MLCONV_COMPILATION_CACHE=0 turns the default off)."""
+    env MLCONV_COMPILATION_CACHE=0 turns the default off).
+    `pad_dims` ({dim: mlconv.PadTo(buckets, mask, side)}) serves dynamic dims from a few
+    compiled shapes, padding verified exact on the first call (`backends/padding.py`); by
+    default a decoder with optimum's input names (`past_key_values.*`, `attention_mask`) pads
+    its past length; `pad_dims=False`: never pad."""
     from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.backends.specialize import (
@@ -210,9 +215,49 @@ def compile(  # noqa: A001 - the API the design names
         from mlconv.backends.openvino_backend import compile_module as compile_openvino
 
         return compile_openvino(module, device)
-    return SpecializingModule(
+    specialized = SpecializingModule(
         module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
     )
+    return pad_dynamic_dims(specialized, model, pad_dims)
+
+
+def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool | None):
+    """`specialized` wrapped to pad `pad_dims` (None: `padding.default_pad_dims`), or as it
+    is where nothing is padded."""
+    from mlconv.backends.padding import PaddedModule, default_pad_dims, resolve
+
+    if pad_dims is False:
+        return specialized
+    explicit = bool(pad_dims) and pad_dims is not True
+    dims = pad_dims if explicit else default_pad_dims(specialized.input_names)
+    if not dims:
+        return specialized
+    if not isinstance(dims, Mapping):
+        raise OptionError("pad_dims must be a dict dim -> mlconv.PadTo, or False")
+    ranks = [len(spec.dims or ()) for spec in specialized.input_specs]
+    dim_names = None
+    if any(not key.rpartition(":")[2].lstrip("-").isdigit() for key in dims):
+        dim_names = onnx_dim_names(model)
+    return PaddedModule(
+        specialized, resolve(dims, specialized.input_names, ranks, dim_names), explicit
+    )
+
+
+def onnx_dim_names(model: Any) -> dict[str, list[str | None]]:
+    """Each graph input's dim names (None where a dim has none) of an ONNX model (path or
+    ModelProto), weights not read; empty for another format."""
+    import onnx
+
+    if isinstance(model, str | os.PathLike):
+        if Path(model).is_dir() or Path(model).suffix.lower() in (".tflite", ".mlir"):
+            return {}
+        model = onnx.load(str(model), load_external_data=False)
+    if not isinstance(model, onnx.ModelProto):
+        return {}
+    return {
+        value.name: [d.dim_param or None for d in value.type.tensor_type.shape.dim]
+        for value in model.graph.input
+    }
 
 
 def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:

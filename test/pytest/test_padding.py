@@ -1,0 +1,129 @@
+"""Dynamic dims served from a few compiled shapes (backends/padding.py): a dynamo-exported
+decoder with a KV cache generates with `mlconv.compile(path)` and no option, the tokens
+onnxruntime's, in at most 4 programs; a BERT encoder at 5 sequence lengths compiles once per
+bucket, outputs onnxruntime's at the true length; a model whose padding is not exact is refused
+with the reason. Compilations are mlconv's own count (`run.compilations`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mlconv
+from mlconv.errors import BackendError, OptionError
+
+PROMPT = np.array([1, 5, 9, 20], np.int64)
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from decoder_models import export_decoder
+
+    return export_decoder("llama", tmp_path_factory.mktemp("llama") / "model.onnx")
+
+
+def test_decoder_generates_without_recompiling(llama):
+    from decoder_models import greedy
+
+    session = onnxruntime.InferenceSession(str(llama))
+    expected = greedy(lambda feeds: session.run(None, feeds), PROMPT, 32)
+    run = mlconv.compile(str(llama), quiet=True)
+    assert type(run).__name__ == "PaddedModule"
+    assert greedy(lambda feeds: run(**feeds), PROMPT, 32) == expected
+    assert run.compilations <= 4  # the prompt's program and one per bucket of the past
+    assert greedy(lambda feeds: run(**feeds), PROMPT[:3], 8) == greedy(
+        lambda feeds: session.run(None, feeds), PROMPT[:3], 8
+    )
+
+
+def test_decoder_without_padding_compiles_every_length(llama):
+    from decoder_models import greedy
+
+    run = mlconv.compile(str(llama), quiet=True, pad_dims=False, cache_size=64)
+    greedy(lambda feeds: run(**feeds), PROMPT, 3)
+    assert run.compilations == 3
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from exported_models import write_onnx
+
+    path = tmp_path_factory.mktemp("bert") / "model.onnx"
+    write_onnx("bert", "torchscript", path)
+    return path
+
+
+def test_encoder_sequence_buckets(bert):
+    run = mlconv.compile(
+        str(bert), quiet=True,
+        pad_dims={"sequence": mlconv.PadTo(buckets=(8, 16), mask="attention_mask")},
+    )  # fmt: skip
+    session = onnxruntime.InferenceSession(str(bert))
+    rng = np.random.default_rng(3)
+    for length in (3, 5, 8, 11, 16):
+        ids = rng.integers(0, 100, (2, length), np.int64)
+        mask = np.ones((2, length), np.int64)
+        mask[1, -1] = 0
+        (got,) = run(ids, mask)
+        (want,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert run.compilations == 2
+
+
+def _model(nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_inexact_padding_is_refused():
+    # A mean over the padded axis: zeros padded in change it.
+    model = _model(
+        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    run = mlconv.compile(model, quiet=True, pad_dims={"n": mlconv.PadTo(buckets=(8,))})
+    with pytest.raises(BackendError, match="not exact.*output 'y' differs from the unpadded"):
+        run(np.ones((1, 3), np.float32))
+
+
+def test_ignored_mask_is_refused():
+    # A softmax over the padded axis that never reads its mask: the padded positions leak.
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 4)).astype(np.float32), "w")
+    model = _model(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"]),
+            helper.make_node("Softmax", ["h"], ["s"], axis=1),
+            helper.make_node("Identity", ["s"], ["y"]),
+        ],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n", 4]),
+            helper.make_tensor_value_info("mask", TensorProto.INT64, [1, "n"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n", 4])],
+        [w],
+    )
+    run = mlconv.compile(model, quiet=True, pad_dims={"n": mlconv.PadTo(buckets=(8,), mask="mask")})
+    with pytest.raises(BackendError, match="padding n is not exact"):
+        run(rng.standard_normal((1, 3, 4)).astype(np.float32), np.ones((1, 3), np.int64))
+
+
+def test_unknown_dim_is_an_option_error():
+    model = _model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n"])],
+    )
+    with pytest.raises(OptionError, match="no input has a dim of that name"):
+        mlconv.compile(model, quiet=True, pad_dims={"m": mlconv.PadTo()})
+    run = mlconv.compile(model, quiet=True, pad_dims={"x:1": mlconv.PadTo(buckets=(4, 8))})
+    for n in (1, 3, 5, 7):
+        x = np.arange(n, dtype=np.float32)[None] - 2
+        np.testing.assert_array_equal(run(x)[0], np.maximum(x, 0))
+    assert run.compilations == 2
