@@ -19,6 +19,7 @@ import functools
 from mlconv.passes.lowering import lowering as _lowering
 
 FAMILIES = (
+    "ml",
     "elementwise",
     "activations",
     "nn",
