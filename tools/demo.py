@@ -15,6 +15,7 @@ its input.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import tempfile
@@ -166,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  mlconv-view {path} --overlay-errors      (Model Explorer, per-layer errors as colours)"
     )
+    if importlib.util.find_spec("model_explorer") is None:
+        print("    (the viewer is the `view` extra: pip install -e '.[view]' in this checkout)")
     print(f"  mlconv-run {path} --compare-with-source --per-layer --json")
     return 0 if report.ok and comparison.ok else 1
 
