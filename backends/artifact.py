@@ -69,6 +69,7 @@ def save_artifact(
     placement: dict[str, str] | None = None,
     sharding: Any = None,
     host: tuple[dict[str, Any], Sequence[tuple[str, Any]]] | None = None,
+    symbolic: Any = None,
 ) -> dict[str, Any]:
     """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
     functions are named by `function_names` in order (e.g. the SavedModel's function alias),
@@ -79,7 +80,9 @@ def save_artifact(
     (XLA SPMD); the SavedModel form holds the functions for one device. `host` is the host
     part of a SavedModel source: the manifest's `signatures` and the host stages (name,
     tpu-level module, exported for the host; or the bytes of a GraphDef TensorFlow runs),
-    see backends/host_part.py."""
+    see backends/host_part.py. `symbolic` (backends/symbolic.Generalized) exports the module,
+    lowered at probe sizes of its dynamic dims, with symbolic dims: the manifest's
+    `symbolic_dims` names them, its inputs have -1 there."""
     from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
     from mlconv.backends.module_io import find_main, value_names
@@ -105,7 +108,7 @@ def save_artifact(
                 values[result] = {"function": name, "output": index}
             functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
             if sharding is None:
-                exported.append((name, _export_region(op)))
+                exported.append((name, _export_region(op, symbolic)))
             else:  # weights split over the mesh, as arguments (backends/sharding.py)
                 weights[name] = export_sharded(op, sharding, PLATFORMS)
                 functions[-1]["weights"] = weights[name].manifest()
@@ -115,7 +118,9 @@ def save_artifact(
             origin = _reference(values, aliases.get(op.operands[0], op.operands[0]), op)
             values[op.results[0]] = {
                 "reshape": origin,
-                "shape": list(op.results[0].type.get_shape()),
+                "shape": list(op.results[0].type.get_shape())
+                if symbolic is None
+                else symbolic.host_shape(op.results[0]),
             }
         elif op.name == "func.return":
             outputs = [_reference(values, aliases.get(v, v), op) for v in op.operands]
@@ -133,9 +138,21 @@ def save_artifact(
         for index, batch in enumerate(batch_ops)
     ]
     batched = [
-        (entry["name"], export_batched(b)) for entry, b in zip(batches, batch_ops, strict=True)
+        (entry["name"], export_batched(b, symbolic))
+        for entry, b in zip(batches, batch_ops, strict=True)
     ]
     specs = InputSpec.from_main(main)
+    if symbolic is not None:  # -1 where a dim is symbolic
+        specs = [
+            InputSpec(
+                spec.name,
+                spec.dtype,
+                tuple(
+                    -1 if axis is not None else d for axis, d in zip(row, spec.dims, strict=True)
+                ),
+            )
+            for spec, row in zip(specs, symbolic.symbols.inputs, strict=True)
+        ]
     manifest = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -153,6 +170,8 @@ def save_artifact(
         **(extra or {}),
         "sharding": sharding.to_json() if sharding is not None else None,
     }
+    if symbolic is not None:
+        manifest["symbolic_dims"] = symbolic.symbols.manifest()
     if batches:
         manifest["batches"] = batches
     host_stages = []
@@ -240,8 +259,13 @@ def _spec_json(spec: InputSpec) -> dict[str, Any]:
     }
 
 
-def _export_region(region: Any) -> Any:
-    """The region as a `jax.export.Exported` with its constants inside (static shapes)."""
+def _export_region(region: Any, symbolic: Any = None) -> Any:
+    """The region as a `jax.export.Exported` with its constants inside (static shapes; with
+    `symbolic`, a backends.symbolic.Generalized, symbolic where its inputs are)."""
+    if symbolic is not None:
+        from mlconv.backends.symbolic import export_region
+
+        return export_region(region, symbolic, PLATFORMS)
     import jax
     from jax import export
 
@@ -377,6 +401,10 @@ class LoadedArtifact:
 def _callable(exp: Any, mesh: Any) -> Any:
     """`exp` as a function; a sharded one jitted over `mesh` with its recorded shardings."""
     if mesh is None or exp.nr_devices == 1:
+        if any(not isinstance(d, int) for a in exp.in_avals for d in a.shape):
+            from mlconv.backends.symbolic import PerShape
+
+            return PerShape(exp)  # compiled once per concrete shape, a bounded cache
         return exp.call
     import jax
 

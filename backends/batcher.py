@@ -39,6 +39,11 @@ DEFAULT_MAX_ENQUEUED_BATCHES = 10
 """TensorFlow's BatchFunction default, used where the options leave it 0."""
 
 
+LARGEST_REQUEST = 1 << 16
+"""The most rows one request to the SavedModel form's BatchFunction may hold (it is split into
+batches of at most max_batch_size rows)."""
+
+
 class QueueFullError(BackendError):
     """A request was refused because `max_enqueued_batches` batches already wait."""
 
@@ -349,9 +354,11 @@ def flatten_batch_ops(block: Any) -> tuple[list[Any], dict[Any, Any], list[Any]]
     return ops, aliases, batches
 
 
-def export_batched(batch: Any) -> Any:
-    """The batch op's body as a `jax.export.Exported` taking any number of rows: written for
-    one row (0th dimension 1), it is mapped over the rows with jax.vmap."""
+def export_batched(batch: Any, symbolic: Any = None) -> Any:
+    """The batch op's body as a `jax.export.Exported` taking any number of rows: with
+    `symbolic` (backends/symbolic.Generalized, the body's 0th dimension the batch `b`) the body
+    itself, exported for `b` rows; else written for one row (0th dimension 1), it is mapped
+    over the rows with jax.vmap."""
     import jax
     from jax import export
 
@@ -361,6 +368,8 @@ def export_batched(batch: Any) -> Any:
     from mlconv.dialects import tpu
 
     body = batch.body.block
+    if symbolic is not None and any(arg in symbolic.types for arg in body.args):
+        return _export_symbolic_batch(batch, symbolic)
     rows = {tuple(arg.type.get_shape())[0] for arg in body.args}
     if rows != {1}:
         raise BackendError.at(
@@ -396,6 +405,53 @@ def export_batched(batch: Any) -> Any:
         for arg in body.args
     ]
     return export.export(jax.jit(rows_of), platforms=PLATFORMS)(*specs)
+
+
+def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
+    """The batch op's body, its inputs' 0th dimension the symbolic batch `b`, exported whole:
+    it computes the rows of a batch together, as TensorFlow's BatchFunction does."""
+    import jax
+    from jax import export
+
+    from mlconv.backends.artifact import PLATFORMS
+    from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
+    from mlconv.dialects import tpu
+
+    body = batch.body.block
+    for arg in body.args:
+        template = symbolic.types.get(arg)
+        lead = template[0] if template else None
+        rest = template[1:] if template else ()
+        if (
+            template is None
+            or getattr(lead, "coeffs", None) != ((BATCH, 1),)
+            or lead.const != 0
+            or any(not isinstance(d, int) for d in rest)
+        ):
+            raise BackendError.at(
+                batch,
+                "batches an input whose 0th dimension is not the model's dynamic batch "
+                "dimension alone (give the batched function's inputs a None 0th dimension)",
+            )
+    dims = symbolic_scope(symbolic.symbols)
+    functions = {
+        op: region_function(op, symbolic, dims) for op in body.ops if isinstance(op, tpu.RegionOp)
+    }
+
+    def rows(*args: Any) -> tuple[Any, ...]:
+        env = dict(zip(body.args, args, strict=True))
+        for op in body.ops:
+            if isinstance(op, tpu.RegionOp):
+                env.update(
+                    zip(op.results, functions[op](*[env[v] for v in op.inputs]), strict=True)
+                )
+            elif isinstance(op, tpu.YieldOp):
+                return tuple(env[v] for v in op.values)
+            else:
+                raise BackendError.at(op, "cannot run in a tpu.batch body (tpu.region only)")
+        raise BackendError.at(batch, "has no tpu.yield")
+
+    return export.export(jax.jit(rows), platforms=PLATFORMS)(*arg_specs(body, symbolic, dims))
 
 
 def describe_batch(
@@ -532,7 +588,9 @@ def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any
     `BatchFunction` op carrying the same options around one XlaCallModule of the exported body
     (polymorphic in the rows), for OUTDIR/saved_model (backends/saved_model_writer.py).
     TensorFlow pads to `allowed_batch_sizes` as the batcher above does; with large batch
-    splitting it splits a request across batches but refuses one above `max_batch_size`."""
+    splitting it splits a request of any number of rows (up to LARGEST_REQUEST) across
+    batches of at most `max_batch_size`, as the batcher does; without, it refuses one above
+    `max_batch_size`."""
     import tensorflow as tf
     from jax.experimental import jax2tf
 
@@ -548,11 +606,17 @@ def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any
         polymorphic_shapes=shapes,
     )
     config = BatchConfig.from_json(entry["options"])
+    allowed = list(config.allowed_batch_sizes) or [config.max_batch_size]
+    splitting = not config.disable_large_batch_splitting
     batch = tf.nondifferentiable_batch_function(
         num_batch_threads=config.num_batch_threads,
-        max_batch_size=config.max_batch_size,
+        # with large batch splitting TensorFlow's max_batch_size bounds one request and the
+        # last allowed size the batches it runs: a request of any number of rows is split
+        max_batch_size=max(LARGEST_REQUEST, config.max_batch_size)
+        if splitting
+        else config.max_batch_size,
         batch_timeout_micros=config.batch_timeout_micros,
-        allowed_batch_sizes=list(config.allowed_batch_sizes) or None,
+        allowed_batch_sizes=allowed if splitting else list(config.allowed_batch_sizes) or None,
         max_enqueued_batches=config.max_enqueued_batches,
         autograph=False,
         enable_large_batch_splitting=not config.disable_large_batch_splitting,

@@ -54,9 +54,19 @@ def export_main(module: Any) -> Any:
     main = find_main(module)
     block = main.body.block
     constants = {op: to_numpy(op.value) for op in main.walk() if isinstance(op, tpu.ConstantOp)}
+    shapes = [tuple(a.type.get_shape()) for a in block.args]
+    if any(d < 0 for shape in shapes for d in shape):  # a stage that passes values through
+        from mlconv.backends.symbolic import Symbols, symbolic_scope
+
+        symbols = Symbols.of(shapes, [])
+        dims = symbolic_scope(symbols)
+        shapes = [
+            tuple(dims[s] if s is not None else d for s, d in zip(row, shape, strict=True))
+            for row, shape in zip(symbols.inputs, shapes, strict=True)
+        ]
     specs = [
-        jax.ShapeDtypeStruct(tuple(a.type.get_shape()), numpy_dtype(a.type.get_element_type()))
-        for a in block.args
+        jax.ShapeDtypeStruct(shape, numpy_dtype(a.type.get_element_type()))
+        for shape, a in zip(shapes, block.args, strict=True)
     ]
 
     def body(*args: Any) -> tuple[Any, ...]:

@@ -4,7 +4,11 @@ Input: tpu dialect. Output: inside each `tpu.region`, every float32 value become
 float32 constants are rounded to bfloat16, float32 region inputs are converted on entry and the
 float32 results converted back before `tpu.yield`, so the region (and the model) keeps its
 float32 signature. A primitive parameter naming float32 (`convert_element_type`'s `new_dtype`,
-`dot_general`'s `preferred_element_type`, `iota`'s `dtype`, ...) names bfloat16 instead.
+`iota`'s `dtype`, ...) names bfloat16 instead. Accumulation stays float32, as a TPU computes:
+a dot or convolution multiplies bfloat16 operands with `preferred_element_type` float32 (the
+matrix unit's float32 accumulators) and rounds its result to bfloat16; a sum-like reduction
+(reduce_sum, reduce_window_sum, cumsum, ...) converts its bfloat16 operand to float32, reduces
+and rounds once.
 
 Options (ConverterOptions.bfloat16_optimization_options):
 - `filterlist=a,b`: ops that stay float32, named by their tpu op (`exp` or `tpu.exp`) or by the
@@ -23,6 +27,11 @@ Options (ConverterOptions.bfloat16_optimization_options):
     %xb = "tpu.convert_element_type"(%x) {new_dtype = bf16, ...} : (tensor<4xf32>) -> tensor<4xbf16>
     %yb = "tpu.exp"(%xb) : (tensor<4xbf16>) -> tensor<4xbf16>
     %y = "tpu.convert_element_type"(%yb) {new_dtype = f32, ...} : (tensor<4xbf16>) -> tensor<4xf32>
+
+    %d = "tpu.dot_general"(%a, %b) {preferred_element_type = f32, ...} : (...) -> tensor<2x3xf32>
+  becomes (the operands bfloat16)
+    %p = "tpu.dot_general"(%ab, %bb) {preferred_element_type = f32, ...} : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xf32>
+    %d = "tpu.convert_element_type"(%p) {new_dtype = bf16, ...} : (tensor<2x3xf32>) -> tensor<2x3xbf16>
 """
 
 from __future__ import annotations
@@ -77,6 +86,26 @@ def _to_bf16_param(value: Any) -> Any:
     return value
 
 
+PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
+"""Multiply bfloat16 operands and accumulate in float32, as a TPU's matrix unit does."""
+F32_ACCUMULATORS = frozenset(
+    {"reduce_sum", "reduce_prod", "reduce_window_sum", "cumsum", "cumprod", "cumlogsumexp"}
+)
+"""Reductions that XLA keeps a float32 accumulator for (max and min are exact in bfloat16)."""
+
+
+def _f32_accumulation(op: Operation) -> str | None:
+    """ "products" for a float32 dot or convolution, "reduction" for a float32 sum-like
+    reduction, None otherwise."""
+    if not op.operands or not all(_is_f32(v) for v in op.operands):
+        return None
+    if op.PRIMITIVE in PRODUCTS:
+        return "products"
+    if op.PRIMITIVE in F32_ACCUMULATORS and len(op.results) == 1:
+        return "reduction"
+    return None
+
+
 class RegionConverter:
     """Rebuilds one region body with float32 computed as bfloat16."""
 
@@ -129,10 +158,22 @@ class RegionConverter:
                 params = {k: _to_bf16_param(v) for k, v in op.params().items()}
                 primitive = tpu.primitive(op.PRIMITIVE)
                 multiple = op.MULTIPLE_RESULTS
+                accumulate = _f32_accumulation(op)
+                if accumulate == "products":  # bf16 operands, float32 accumulation, rounded
+                    params["preferred_element_type"] = F32
+                elif accumulate == "reduction":  # a float32 accumulator, rounded once
+                    params = op.params()
 
-                def bind(*xs, primitive=primitive, params=params, multiple=multiple):
+                def bind(
+                    *xs, primitive=primitive, params=params, multiple=multiple, how=accumulate
+                ):
+                    if how == "reduction":
+                        xs = [jax.lax.convert_element_type(x, F32) for x in xs]
                     out = primitive.bind(*xs, **params)
-                    return list(out) if multiple else [out]
+                    outputs = list(out) if multiple else [out]
+                    if how:
+                        outputs = [jax.lax.convert_element_type(o, BF16) for o in outputs]
+                    return outputs
 
                 outputs = self.emit(new, op.location, bind, [env[v] for v in op.operands])
                 env.update(zip(op.results, outputs, strict=True))

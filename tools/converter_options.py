@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +41,20 @@ def schema():
 # --------------------------------------------------------------------------- parsing
 
 
+def seed_spellings(text: str) -> str:
+    """The text with the seed's own spellings made text proto, line and column kept: a shell
+    line continuation (a backslash ending a line, which a single-quoted shell string keeps, as
+    in the seed's quantization example) is a space, and `name=value` at the start of a line (its
+    "updating existing batch options" example: `disable_default_optimizations=True`) is
+    `name: value`."""
+    text = re.sub(r"\\(?=\r?\n|$)", " ", text)
+    return re.sub(r"(?m)^(\s*[A-Za-z_]\w*)\s*=(?!=)", r"\1:", text)
+
+
 def parse_converter_options(text: str, source: str = "converter options"):
-    """A validated `ConverterOptions` message from its text form."""
+    """A validated `ConverterOptions` message from its text form (`seed_spellings` first)."""
     message = schema().ConverterOptions()
+    text = seed_spellings(text)
     try:
         text_format.Parse(text, message)
     except text_format.ParseError as error:

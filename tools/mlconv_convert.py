@@ -200,6 +200,14 @@ def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
     return {_function_name(names, i): cost_of(r) for i, r in enumerate(regions)}
 
 
+def _input_names(module: Any) -> list[str]:
+    from mlconv.backends.module_io import find_main
+    from mlconv.passes.core_to_tpu import input_name
+
+    main = find_main(module)
+    return [input_name(main, i) for i in range(len(main.body.block.args))]
+
+
 def unsupported_options(settings: Any, explicit: Any) -> list[str]:
     """Optimizations the options ask for that this version does not perform: an explicit
     ENABLED (or a block of options) is refused; a DEFAULT one is listed in the manifest and on
@@ -221,9 +229,10 @@ def convert(
     from mlconv.api import format_input_shapes, load_model, lower_to_core
     from mlconv.backends.artifact import _function_name, save_artifact
     from mlconv.backends.module_io import find_main
-    from mlconv.backends.specialize import needs_specialization
+    from mlconv.backends.specialize import needs_specialization, value_inputs
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.core_to_tpu import input_name
     from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
     from mlconv.passes.tpu_bf16 import TpuBf16Pass
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
@@ -245,14 +254,39 @@ def convert(
 
     quantized: list[Any] = []  # one QuantizationReport per TPU function
     arity: dict[str, tuple[int, int]] = {}  # TPU function -> its numbers of inputs and outputs
+    cores: dict[int, Any] = {}  # each function imported and lowered to core once
 
-    def to_tpu(frontend: dict[str, str], label: str) -> Any:
-        module = phases.run(f"import{label}", lambda: load_model(model, **frontend))
-        phases.run(f"lower to core{label}", lambda: lower_to_core(module))
-        phases.run(
-            f"infer shapes{label}",
-            lambda: CoreInferShapesPass(input_shapes=shapes).apply(make_context(), module),
-        )
+    def to_core(index: int, frontend: dict[str, str], label: str) -> Any:
+        if index not in cores:
+            module = phases.run(f"import{label}", lambda: load_model(model, **frontend))
+            phases.run(f"lower to core{label}", lambda: lower_to_core(module))
+            phases.run(
+                f"infer shapes{label}",
+                lambda: CoreInferShapesPass(input_shapes=shapes).apply(make_context(), module),
+            )
+            value_bound = value_inputs(find_main(module))
+            if value_bound:
+                main = find_main(module)
+                names_ = ", ".join(f"'{input_name(main, i)}'" for i in value_bound)
+                raise OptionError(
+                    f"input {names_} decides a shape (its value reaches a static operand), "
+                    "which one TPU program cannot serve: give --input-shapes with every "
+                    "dimension static"
+                )
+            cores[index] = module
+        return cores[index].clone()
+
+    def to_tpu(
+        index: int, frontend: dict[str, str], label: str, probe: list[list[int]] | None
+    ) -> Any:
+        module = to_core(index, frontend, label)
+        if probe is not None:  # the dynamic dims at one probe size (backends/symbolic.py)
+            main = find_main(module)
+            at = ";".join(
+                f"{input_name(main, i)}:{','.join(str(d) for d in dims)}"
+                for i, dims in enumerate(probe)
+            )
+            CoreInferShapesPass(input_shapes=at).apply(make_context(), module)
         if needs_specialization(module):
             raise OptionError(
                 "the model has inputs of dynamic shape, or inputs that decide shapes: give "
@@ -290,24 +324,78 @@ def convert(
         )
         return module
 
-    if len(frontends) == 1:
-        module = to_tpu(frontends[0], "")
-    else:
-        modules = [to_tpu(f, f" {n}") for f, n in zip(frontends, names, strict=True)]
-        module = merge_functions(modules, names)
-    if settings.batch_options:
-        from mlconv.passes.tpu_batch import batch_pass_for
+    def build(probes: list[list[list[int]]] | None, label: str = "") -> Any:
+        """The whole tpu-level module, the dynamic dims at `probes` (per function)."""
+        arity.clear()
+        quantized.clear()
+        if len(frontends) == 1:
+            module = to_tpu(0, frontends[0], label, probes[0] if probes else None)
+        else:
+            modules = [
+                to_tpu(i, f, f" {n}{label}", probes[i] if probes else None)
+                for i, (f, n) in enumerate(zip(frontends, names, strict=True))
+            ]
+            module = merge_functions(modules, names)
+        if settings.batch_options:
+            from mlconv.passes.tpu_batch import batch_pass_for
 
-        batch = batch_pass_for(settings.batch_options, path, names, placement)
-        phases.run("batching (tpu-batch)", lambda: batch.apply(make_context(), module))
-    if settings.io_shape_optimization:
-        phases.run(
-            "io shapes (tpu-io-shapes)", lambda: TpuIoShapesPass().apply(make_context(), module)
+            batch = batch_pass_for(settings.batch_options, path, names, placement)
+            phases.run(f"batching (tpu-batch){label}", lambda: batch.apply(make_context(), module))
+        if settings.io_shape_optimization:
+            phases.run(
+                f"io shapes (tpu-io-shapes){label}",
+                lambda: TpuIoShapesPass().apply(make_context(), module),
+            )
+        return module
+
+    for index, frontend in enumerate(frontends):
+        to_core(index, frontend, f" {names[index]}" if len(frontends) > 1 else "")
+    symbols, generalized = None, None
+    arg_shapes = [
+        [tuple(a.type.get_shape()) for a in find_main(cores[i]).body.block.args]
+        for i in range(len(frontends))
+    ]
+    if any(d < 0 for shapes_ in arg_shapes for shape in shapes_ for d in shape):
+        from mlconv.backends.symbolic import Symbols, generalize
+
+        flat = [shape for shapes_ in arg_shapes for shape in shapes_]
+        symbols = Symbols.of(
+            flat, [n for i in range(len(frontends)) for n in _input_names(cores[i])]
         )
+        probes = symbols.probes()
+        if settings.quantization is not None:
+            raise OptionError(
+                "quantization_options: the model has dynamic dimensions; quantization needs "
+                "static input shapes here: give --input-shapes"
+            )
+        if mesh is not None:
+            raise OptionError(
+                "xla_sharding_options: the model has dynamic dimensions; sharding needs static "
+                "input shapes here: give --input-shapes"
+            )
+
+        def per_function(probe: dict[str, int]) -> list[list[list[int]]]:
+            at = iter(symbols.shapes_at(probe, flat))
+            return [[next(at) for _ in shapes_] for shapes_ in arg_shapes]
+
+        text = lambda probe: ", ".join(f"{s}={v}" for s, v in probe.items())  # noqa: E731
+        modules = [build(per_function(p), f" at {text(p)}") for p in probes[1:]]
+        module = build(per_function(probes[0]), f" at {text(probes[0])}")
+        generalized = phases.run(
+            "symbolic dims (generalize)", lambda: generalize([module, *modules], symbols, probes)
+        )
+    else:
+        module = build(None)
     phases.run("cost report (tpu-report)", lambda: TpuReportPass().apply(make_context(), module))
     cpu_cost = host_part_cost(path, placement)
     tpu_costs = function_costs(module, names)
     report = format_report({name: work(cost) for name, cost in tpu_costs.items()}, cpu_cost)
+    if symbols is not None:
+        at = ", ".join(f"{s} = {v}" for s, v in symbols.manifest()["report_at"].items())
+        report += (
+            f"Symbolic dimensions: {', '.join(symbols.names)} (one program serves every size); "
+            f"costs above at {at}\n"
+        )
     host = None
     if placement:  # a SavedModel: its signatures' host part
         scope_all = settings.bfloat16 and settings.bfloat16_scope.lower() == "all"
@@ -340,6 +428,7 @@ def convert(
             placement=placement,
             sharding=mesh,
             host=host,
+            symbolic=generalized,
             extra={
                 "bfloat16": settings.bfloat16,
                 "io_shape_optimization": settings.io_shape_optimization,

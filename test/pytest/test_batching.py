@@ -26,7 +26,13 @@ from numerics import onnxruntime_outputs  # a module beside this one (conftest.p
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
-from mlconv.backends.batcher import BatchConfig, Batcher, InputSignature, QueueFullError
+from mlconv.backends.batcher import (
+    LARGEST_REQUEST,
+    BatchConfig,
+    Batcher,
+    InputSignature,
+    QueueFullError,
+)
 from mlconv.errors import BackendError, InputError, MlconvError
 from mlconv.tools.mlconv_convert import convert
 
@@ -96,7 +102,7 @@ def artifact(tmp_path_factory):
     path = folder / "mlp.onnx"
     onnx.save(model, str(path))
     out = folder / "converted"
-    manifest = convert(str(path), str(out), BATCH_OPTIONS, input_shapes="x:1,16")
+    manifest = convert(str(path), str(out), BATCH_OPTIONS)
     return model, path, out, manifest
 
 
@@ -177,7 +183,7 @@ def test_splitting_disabled_refuses_large_requests(artifact, tmp_path):
         "max_enqueued_batches: 1000", "disable_large_batch_splitting: true"
     )
     out = tmp_path / "nosplit"
-    convert(str(artifact[1]), str(out), text, input_shapes="x:1,16")
+    convert(str(artifact[1]), str(out), text)
     with mlconv.load(out) as model:
         x = np.ones((8, FEATURES), np.float32)
         assert model(x)[0].shape == (8, CLASSES)
@@ -199,14 +205,16 @@ def test_saved_model_form_batches_with_tensorflows_batch_function(artifact):
     graph = serve.graph.as_graph_def()
     nodes = [n for f in graph.library.function for n in f.node_def] + list(graph.node)
     (batch,) = [n for n in nodes if n.op == "BatchFunction"]
-    assert batch.attr["max_batch_size"].i == 8
+    # max_batch_size bounds one request in TensorFlow; batches run at most 8 rows (the last
+    # allowed size): a request of more rows is split
+    assert batch.attr["max_batch_size"].i == LARGEST_REQUEST
     assert list(batch.attr["allowed_batch_sizes"].list.i) == [2, 4, 8]
     assert batch.attr["batch_timeout_micros"].i == 2000
     assert batch.attr["num_batch_threads"].i == 2
     assert any(n.op == "XlaCallModule" for n in nodes)
     rng = np.random.default_rng(6)
-    xs = [rng.standard_normal((k, FEATURES)).astype(np.float32) for k in (1, 3, 5, 8, 2, 7)]
-    with ThreadPoolExecutor(max_workers=6) as pool:
+    xs = [rng.standard_normal((k, FEATURES)).astype(np.float32) for k in (1, 3, 5, 8, 2, 7, 11)]
+    with ThreadPoolExecutor(max_workers=7) as pool:
         ys = list(pool.map(lambda x: serve(x=tf.constant(x))["y"].numpy(), xs))
     for x, y in zip(xs, ys, strict=True):
         np.testing.assert_allclose(y, onnxruntime(model, x), rtol=1e-5, atol=1e-5)
@@ -409,11 +417,11 @@ def test_function_batching_names_a_tpu_function(artifact, tmp_path):
         MlconvError,
         match=r"batch_options\[0\].experimental.function_alias: 'nope' is not a TPU function of this conversion \(TPU functions: tpu_function_0\)",
     ):
-        convert(str(artifact[1]), str(tmp_path / "out"), text, input_shapes="x:1,16")
+        convert(str(artifact[1]), str(tmp_path / "out"), text)
     text = BATCH_OPTIONS.replace(
         "max_enqueued_batches: 1000", 'experimental { signature_name: "serving_default" }'
     )
-    manifest = convert(str(artifact[1]), str(tmp_path / "sig"), text, input_shapes="x:1,16")
+    manifest = convert(str(artifact[1]), str(tmp_path / "sig"), text)
     assert manifest["batches"][0]["component"] == "signature_name"
     assert manifest["batches"][0]["component_name"] == "serving_default"
     x = np.random.default_rng(8).standard_normal((11, FEATURES)).astype(np.float32)
@@ -449,7 +457,7 @@ def test_savedmodel_function_batching_by_alias(tmp_path):
     text = 'tpu_functions { function_alias: "tpu_func" }\n' + BATCH_OPTIONS.replace(
         "max_enqueued_batches: 1000", 'experimental { function_alias: "tpu_func" }'
     )
-    manifest = convert(str(source), str(tmp_path / "out"), text, input_shapes="x:1,10")
+    manifest = convert(str(source), str(tmp_path / "out"), text)
     assert manifest["batches"][0]["component_name"] == "tpu_func"
     x = np.random.default_rng(10).standard_normal((13, 10)).astype(np.float32)
     with mlconv.load(tmp_path / "out") as model:
@@ -460,7 +468,7 @@ def test_savedmodel_function_batching_by_alias(tmp_path):
     with pytest.raises(
         MlconvError, match=r"signature_name: no signature 'serve' \(signatures: serving_default\)"
     ):
-        convert(str(source), str(tmp_path / "bad"), bad, input_shapes="x:1,10")
+        convert(str(source), str(tmp_path / "bad"), bad)
 
 
 # --------------------------------------------------------------------------- mlconv-run --serve

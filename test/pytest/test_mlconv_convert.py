@@ -437,9 +437,7 @@ def test_seed_example_options_text_end_to_end(tmp_path):
         options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
     )
     out = tmp_path / "converted"
-    manifest = convert(
-        str(saved), str(out), SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS, input_shapes="x:1,24"
-    )
+    manifest = convert(str(saved), str(out), SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS)
     rng = np.random.default_rng(19)
     x, other = (rng.standard_normal((3, 24)).astype(np.float32) for _ in range(2))
     expected = module.serve(x)["y"].numpy()

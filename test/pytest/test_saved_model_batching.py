@@ -16,6 +16,7 @@ import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 
 import mlconv  # noqa: F401 - the package under test (imports before TensorFlow)
+from mlconv.backends.batcher import LARGEST_REQUEST
 from mlconv.tools.mlconv_convert import convert
 
 FEATURES = 24
@@ -83,11 +84,15 @@ def batch_nodes(folder) -> list:
 def test_saved_model_source_batches_with_batch_function(source, tmp_path):
     tf, module, saved = source
     out = tmp_path / "converted"
-    convert(str(saved), str(out), OPTIONS % 5000, input_shapes=f"x:1,{FEATURES}", quiet=True)
+    convert(str(saved), str(out), OPTIONS % 5000, quiet=True)
     # The placed function holds one BatchFunction with the options' values.
     ((function, node),) = batch_nodes(out / "saved_model")
     assert "tpu_func" in function
-    assert node.attr["max_batch_size"].i == 8 and node.attr["num_batch_threads"].i == 2
+    # TensorFlow's max_batch_size bounds a request; it runs batches of at most 8 (the last
+    # allowed size), so a request of any number of rows is split
+    assert (
+        node.attr["max_batch_size"].i == LARGEST_REQUEST and node.attr["num_batch_threads"].i == 2
+    )
     assert node.attr["batch_timeout_micros"].i == 5000
     assert list(node.attr["allowed_batch_sizes"].list.i) == [2, 4, 8]
     assert node.attr["max_enqueued_batches"].i == 50
@@ -115,7 +120,7 @@ def test_signature_and_default_batching_wrap_the_placed_function(source, compone
     tf, module, saved = source
     out = tmp_path / "converted"
     text = (OPTIONS % 7000).replace('experimental { function_alias: "tpu_func" }', component)
-    manifest = convert(str(saved), str(out), text, input_shapes=f"x:1,{FEATURES}", quiet=True)
+    manifest = convert(str(saved), str(out), text, quiet=True)
     (batch,) = manifest["batches"]
     assert batch["functions"] == ["tpu_func"]
     ((function, node),) = batch_nodes(out / "saved_model")
@@ -132,7 +137,7 @@ def test_concurrent_callers_share_one_batch(source, tmp_path):
     of max_batch_size 8 together (each alone would wait out the timeout)."""
     tf, module, saved = source
     out = tmp_path / "converted"
-    convert(str(saved), str(out), OPTIONS % 20_000_000, input_shapes=f"x:1,{FEATURES}", quiet=True)
+    convert(str(saved), str(out), OPTIONS % 20_000_000, quiet=True)
     ((_, node),) = batch_nodes(out / "saved_model")
     assert node.attr["batch_timeout_micros"].i == 20_000_000
     serve = tf.saved_model.load(str(out / "saved_model")).signatures["serving_default"]
