@@ -255,7 +255,9 @@ def write_new_saved_model(
         raise BackendError("model input or output names collide once made TensorFlow names")
     specs = [
         tf.TensorSpec(
-            [None, *entry["shape"][1:]] if index in rows else entry["shape"],
+            [None, *entry["shape"][1:]]
+            if index in rows
+            else [None if d < 0 else d for d in entry["shape"]],  # -1: a symbolic dim
             entry["dtype"],
             name=name,
         )

@@ -360,3 +360,92 @@ def test_a_dim_that_is_not_linear_in_the_batch_is_one_line(tmp_path):
             str(model_dir), str(tmp_path / "out"), 'tpu_functions { function_alias: "tpu_func" }'
         )
     assert not (tmp_path / "out").exists()
+
+
+def dynamic_batch_cnn():
+    """A small CNN with a dynamic batch `N` (convolution, depthwise, pooling, Gemm), random
+    weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+
+    def weight(name, shape):
+        return numpy_helper.from_array(0.3 * rng.standard_normal(shape).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "c1", "b1"], ["h1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["h1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "c2"], ["h2"], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Relu", ["h2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "c3"], ["h3"]),
+        helper.make_node("MaxPool", ["h3"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["p"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fb"], ["y"]),
+    ]
+    weights = [
+        weight("c1", (8, 3, 3, 3)),
+        weight("b1", (8,)),
+        weight("c2", (8, 1, 3, 3)),
+        weight("c3", (16, 8, 1, 1)),
+        weight("fc", (16, 5)),
+        weight("fb", (5,)),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_dynamic_batch_onnx_cnn_compiles_once_per_shape(tmp_path):
+    """One conversion serves batch 1, 3 and 16: three XLA compilations (counted by JAX's own
+    compile log), none again for shapes it has seen; outputs match onnxruntime (bf16)."""
+    import logging
+
+    import jax
+    import onnx
+    import onnxruntime as ort
+
+    path = tmp_path / "cnn.onnx"
+    onnx.save(dynamic_batch_cnn(), str(path))
+    manifest = convert(str(path), str(tmp_path / "out"), "")
+    assert manifest["inputs"][0]["shape"] == [-1, 3, 16, 16]
+    assert manifest["symbolic_dims"]["symbols"] == {"b": [{"input": "x", "axis": 0}]}
+    compiled: list[str] = []
+
+    class Count(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "Finished XLA compilation" in record.getMessage():
+                compiled.append(record.getMessage())
+
+    handler, logger = Count(), logging.getLogger("jax")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    session = ort.InferenceSession(str(path))
+    rng = np.random.default_rng(3)
+    try:
+        with jax.log_compiles(True):
+            loaded = mlconv.load(tmp_path / "out")
+            for rows in (1, 3, 16, 1, 3, 16, 3):
+                x = rng.standard_normal((rows, 3, 16, 16)).astype(np.float32)
+                (y,) = loaded(x)
+                (want,) = session.run(None, {"x": x})
+                assert y.shape == (rows, 5)
+                assert np.abs(y - want).max() <= 2e-2 * np.abs(want).max()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert len(compiled) == 3, compiled
+    assert loaded._calls["tpu_function_0"].compilations == 3  # noqa: SLF001
+    served = tf.saved_model.load(str(tmp_path / "out" / "saved_model")).signatures["serving_default"]
+    for rows in (1, 3, 16):
+        x = rng.standard_normal((rows, 3, 16, 16)).astype(np.float32)
+        (want,) = session.run(None, {"x": x})
+        (y,) = served(x=tf.constant(x)).values()
+        assert np.abs(y.numpy() - want).max() <= 2e-2 * np.abs(want).max()
