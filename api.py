@@ -141,7 +141,7 @@ def compile(  # noqa: A001 - the API the design names
     input_shapes: str | Mapping[str, Sequence[int | None]] | None = None,
     cache_size: int | None = None,
     check_numerics: bool | tuple[float, float] = False,
-    backend: str = "jax",
+    backend: str | None = None,
     quiet: bool = False,
     allow_custom: bool = False,
     compilation_cache: bool | str | os.PathLike | None = None,
@@ -158,7 +158,11 @@ def compile(  # noqa: A001 - the API the design names
     shapes or dtypes raises `mlconv.errors.InputError`. `check_numerics` (True, or
     (rtol, atol)) first runs the IR after every pass on seeded random inputs and raises
     `NumericsDivergence` naming the first pass and op that change the numbers.
-    `backend="openvino"` runs the core IR in the OpenVINO runtime instead of JAX (cpu).
+    `backend`: "xla" (alias "jax") compiles with JAX/XLA, "openvino" runs the core IR in the
+    OpenVINO runtime (cpu), "auto" (the default, or $MLCONV_BACKEND) runs on the CPU whichever of
+    the two is faster, measured when compiling (a static model; the choice is cached:
+    `backends/backend_choice.py`), and XLA elsewhere. The callable's `backend` says which runs,
+    its `backend_choice` why.
     On a terminal a progress bar names each pass as it runs (`quiet=True`: none).
     `allow_custom=True` keeps ops nobody lowers as core.Custom, run on the host by the Python
     implementation registered for their (domain, op type) in `mlconv.custom_ops`.
@@ -170,7 +174,12 @@ def compile(  # noqa: A001 - the API the design names
     default a decoder with optimum's input names (`past_key_values.*`, `attention_mask`) pads
     its past length; `pad_dims=False`: never pad."""
     from mlconv.backends.artifact import is_artifact, load_artifact
-    from mlconv.backends.jax_backend import compile_module
+    from mlconv.backends.backend_choice import (
+        BackendChoice,
+        compile_chosen,
+        mark,
+        resolve_backend,
+    )
     from mlconv.backends.specialize import (
         DEFAULT_CACHE_SIZE,
         SpecializingModule,
@@ -189,6 +198,7 @@ def compile(  # noqa: A001 - the API the design names
                 "an mlconv-convert artifact is already converted: it takes no options"
             )
         return load_artifact(model, device)
+    backend = resolve_backend(backend, device)
     module = load_model(model, **frontend_options)
     if check_numerics:
         check_compile_numerics(module.clone(), device, input_shapes, check_numerics)
@@ -199,26 +209,26 @@ def compile(  # noqa: A001 - the API the design names
             lower_to_core(module, allow_custom)
         pipeline = CoreToTpuPipeline(
             input_shapes=format_input_shapes(input_shapes),
-            device=target_device(device) if backend == "jax" else "",
+            device=target_device(device) if backend != "openvino" else "",
         )
         inference, *stages = pipeline.passes()
         with progress.step(inference.name):
             inference.apply(make_context(), module)
-        if backend == "jax" and not needs_specialization(module):
-            for stage in stages:
-                with progress.step(stage.name):
-                    stage.apply(make_context(), module)
-            return compile_module(module, device)
-    if backend != "jax":
-        if backend != "openvino":
-            raise OptionError(f"unknown backend '{backend}' (jax, openvino)")
-        from mlconv.backends.openvino_backend import compile_module as compile_openvino
-
-        return compile_openvino(module, device)
+        if backend == "openvino" or not needs_specialization(module):
+            options = dict(
+                frontend_options,
+                input_shapes=pipeline.input_shapes,
+                device=device,
+                allow_custom=allow_custom,
+            )
+            return compile_chosen(
+                module, device, stages, backend, source=model, options=options, progress=progress
+            )
     specialized = SpecializingModule(
         module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
     )
-    return pad_dynamic_dims(specialized, model, pad_dims)
+    choice = BackendChoice("xla", "named" if backend == "xla" else "dynamic")
+    return mark(pad_dynamic_dims(mark(specialized, choice), model, pad_dims), choice)
 
 
 def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool | None):

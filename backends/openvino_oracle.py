@@ -87,7 +87,7 @@ def compare_module(module: ModuleOp, inputs: list[np.ndarray]) -> float:
     from mlconv.backends.openvino_backend import compile_module
 
     ov_out = compile_module(module.clone(), "cpu")(*inputs)
-    jax_out = mlconv.compile(module.clone(), device="cpu")(*inputs)
+    jax_out = mlconv.compile(module.clone(), device="cpu", backend="xla")(*inputs)
     worst = 0.0
     for a, b in zip(ov_out, jax_out, strict=True):
         a, b = np.asarray(a), np.asarray(b)

@@ -1,15 +1,18 @@
-"""Compile time: mlconv.compile against OpenVINO's convert_model + compile_model, in one process.
+"""Compile time: mlconv.compile (XLA; auto) against OpenVINO's convert_model + compile_model.
 
     python bench/compile_time.py [--models squeezenet,densenet121] [--rounds 3] [--breakdown]
 
 Models: the nine light ONNX models of the onnx wheel with seeded random weights (as
-bench/latency.py). For each model the two compilers run in `--rounds` interleaved rounds (the
-order alternates per round); each round starts cold: mlconv's trace cache, its shared tpu
-parameter attributes and types, and JAX's caches are cleared, so no round reuses an earlier
-round's work. Both sides include their first inference
-(XLA compiles on mlconv's first call). Reported: the median wall time and the median CPU time of
-the process (all threads, and children it waited for) of each side, and their ratios mlconv / OpenVINO. Timings on a shared
-machine swing, so compare only the ratios of one run.
+bench/latency.py). For each model the compilers run in `--rounds` interleaved rounds (the order
+rotates per round): mlconv.compile with backend="xla"; with the default "auto" and an empty
+choice cache (it compiles and times both XLA and OpenVINO: backends/backend_choice.py), then
+"auto" again with that choice cached (it compiles the chosen back end only); and OpenVINO's
+convert_model + compile_model. Each starts cold: mlconv's trace cache, its shared tpu parameter
+attributes and types, and JAX's caches are cleared, so no compile reuses an earlier one's work.
+All include their first inference (XLA compiles on mlconv's first call). Reported: the median
+wall time of each side, the ratios to OpenVINO's, the CPU-time ratios (all threads, and children
+it waited for) of xla and auto, and the back end auto chose. Timings on a shared machine swing,
+so compare only the ratios of one run.
 
 `--breakdown` adds, for the first round, where mlconv's time went: import, lowering to core,
 each stage of core-to-tpu-pipeline, XLA compile (as `mlconv-opt --timing` splits it), and the
@@ -22,14 +25,20 @@ convolution) costs next to nothing to compile: the distinct count is what XLA's 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import re
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import onnx
+
+# Cold compiles: no executable from mlconv's persistent XLA cache (backends/compile_cache.py).
+os.environ["MLCONV_COMPILATION_CACHE"] = "0"
 
 # Run as a script, bench/ is sys.path[0]; latency.py drops it from there when imported.
 from latency import LIGHT, input_arrays, light_path, randomize
@@ -65,10 +74,10 @@ def timed(fn) -> tuple[float, float]:
     return time.perf_counter() - wall, cpu_seconds() - cpu
 
 
-def compile_mlconv(path: str, inputs: dict[str, np.ndarray]) -> None:
+def compile_mlconv(path: str, inputs: dict[str, np.ndarray], backend: str = "xla") -> None:
     import mlconv
 
-    run = mlconv.compile(path, device="cpu", quiet=True)
+    run = mlconv.compile(path, device="cpu", quiet=True, backend=backend)
     run(**inputs)
 
 
@@ -185,9 +194,18 @@ def main() -> None:
     import mlconv.api  # noqa: F401
     import mlconv.backends.jax_backend  # noqa: F401
 
-    print(f"{args.rounds} interleaved cold rounds, median; wall and process CPU seconds")
     print(
-        f"{'model':<16}{'ml wall':>9}{'ov wall':>9}{'ml/ov':>7}{'ml cpu':>9}{'ov cpu':>9}{'ml/ov':>7}"
+        f"{args.rounds} interleaved cold rounds, median; wall and process CPU seconds. xla: "
+        "mlconv.compile(backend='xla'); auto: the default, measuring XLA and OpenVINO (an empty "
+        "choice cache); cached: auto again with the choice cached (compiles the chosen back end "
+        "only); ov: OpenVINO's convert_model + compile_model. Each with its first inference."
+    )
+    sides = ("xla", "auto", "cached", "ov")
+    print(
+        f"{'model':<16}"
+        + "".join(f"{side + ' s':>9}" for side in sides)
+        + "".join(f"{side + '/ov':>10}" for side in sides[:3])
+        + f"{'xla cpu/ov':>11}{'auto cpu/ov':>12}{'ran':>10}"
     )
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -195,32 +213,46 @@ def main() -> None:
             path = os.path.join(folder, f"{name}.onnx")
             onnx.save(randomize(onnx.load(light_path(name))), path)
             inputs = input_arrays(onnx.load(path))
-            times: dict[str, list[tuple[float, float]]] = {"mlconv": [], "openvino": []}
+            times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+            ran = "?"
             for round_index in range(args.rounds):
-                order = ["mlconv", "openvino"][:: 1 if round_index % 2 == 0 else -1]
+                cache = os.path.join(folder, f"cache-{name}-{round_index}")
+                os.environ["MLCONV_CACHE_DIR"] = cache  # empty: auto measures, then cached reuses
+                order = ["xla", "auto", "ov"]
+                order = order[round_index % 3 :] + order[: round_index % 3]
                 for key in order:
-                    cold()
-                    fn = compile_mlconv if key == "mlconv" else compile_openvino
-                    times[key].append(
-                        timed(lambda fn=fn, path=path, inputs=inputs: fn(path, inputs))
-                    )
-            ml_wall = statistics.median(t[0] for t in times["mlconv"])
-            ov_wall = statistics.median(t[0] for t in times["openvino"])
-            ml_cpu = statistics.median(t[1] for t in times["mlconv"])
-            ov_cpu = statistics.median(t[1] for t in times["openvino"])
-            rows.append((ml_wall / ov_wall, ml_cpu / ov_cpu))
+                    keys = ["auto", "cached"] if key == "auto" else [key]
+                    for side in keys:
+                        cold()
+                        if side == "ov":
+                            fn = compile_openvino
+                        else:
+                            backend = "xla" if side == "xla" else "auto"
+                            fn = functools.partial(compile_mlconv, backend=backend)
+                        times[side].append(
+                            timed(lambda fn=fn, path=path, inputs=inputs: fn(path, inputs))
+                        )
+                chosen = [f.read_text() for f in Path(cache).rglob("*.json")]
+                ran = json.loads(chosen[0])["backend"] if chosen else "?"
+            wall = {k: statistics.median(t[0] for t in v) for k, v in times.items()}
+            cpu = {k: statistics.median(t[1] for t in v) for k, v in times.items()}
+            row = {f"{k}/ov": wall[k] / wall["ov"] for k in sides[:3]}
+            row |= {"xla cpu/ov": cpu["xla"] / cpu["ov"], "auto cpu/ov": cpu["auto"] / cpu["ov"]}
+            rows.append(row)
             print(
-                f"{name:<16}{ml_wall:>9.2f}{ov_wall:>9.2f}{ml_wall / ov_wall:>7.2f}"
-                f"{ml_cpu:>9.2f}{ov_cpu:>9.2f}{ml_cpu / ov_cpu:>7.2f}",
+                f"{name:<16}"
+                + "".join(f"{wall[side]:>9.2f}" for side in sides)
+                + "".join(f"{row[side + '/ov']:>10.2f}" for side in sides[:3])
+                + f"{row['xla cpu/ov']:>11.2f}{row['auto cpu/ov']:>12.2f}{ran:>10}",
                 flush=True,
             )
             if args.breakdown:
-                for step, wall, cpu in breakdown(path, inputs):
-                    print(f"    {step:<26}{wall:>8.2f}{'':>16}{cpu:>9.2f}", flush=True)
+                for step, wall_s, cpu_s in breakdown(path, inputs):
+                    print(f"    {step:<26}{wall_s:>8.2f}{'':>16}{cpu_s:>9.2f}", flush=True)
     if rows:
         print(
-            f"{'median ratio':<16}{'':>18}{statistics.median(r[0] for r in rows):>7.2f}"
-            f"{'':>18}{statistics.median(r[1] for r in rows):>7.2f}"
+            "median ratio    "
+            + "  ".join(f"{k} {statistics.median(r[k] for r in rows):.2f}" for k in rows[0])
         )
 
 

@@ -1,4 +1,4 @@
-"""Latency of converted models: mlconv (XLA) against onnxruntime and OpenVINO, in one process.
+"""Latency of converted models: mlconv (XLA, auto) against onnxruntime and OpenVINO, in one process.
 
     python bench/latency.py [--models resnet50,squeezenet] [--rounds 5] [--runs 5]
                             [--device cpu] [--exported] [--target-passes on|off]
@@ -8,14 +8,19 @@ their ConstantOfShape fills made initializers, He-normal filters, BatchNorm stat
 activations), so no runtime can shortcut constant weights and outputs depend on inputs; with `--exported`, also the PyTorch
 models of test/pytest/exported_models.py (when that module exists).
 
-Each runtime is compiled once, then timed in `--rounds` interleaved rounds (the runtimes'
-order rotates per round) of `--runs` calls each; the reported latency is the median of all
-calls. Run it on an otherwise idle machine: under load onnxruntime's spinning thread pool loses
-far more than XLA does (squeezenet mlconv/onnxruntime 0.77 at load average 8, 2.8 idle, same
-code), so a loaded run flatters mlconv. Timings swing between runs, so the table prints *ratios* measured in
-the same run: mlconv / onnxruntime, OpenVINO / onnxruntime, and compile times split into
-import / passes / XLA compile against OpenVINO's convert+compile. Outputs are checked against
-onnxruntime (relative to the largest magnitude) so a fast wrong answer cannot pass.
+Runtimes: mlconv through XLA (`xla`) and as `mlconv.compile`'s default `auto` chooses (XLA or
+its own OpenVINO IR in the OpenVINO runtime, in f32: backends/backend_choice.py; measured afresh
+in each run), onnxruntime (`ort`), OpenVINO's own converter as it compiles by default (`ov`: in
+bf16 on CPUs with bf16 units, as these AMD EPYCs) and in f32 (`ov32`). Each runtime is compiled
+once, then timed in `--rounds` interleaved rounds (the runtimes' order rotates per round) of
+`--runs` calls each; the reported latency is the median of all calls. The ratios compare with the
+fastest peer of the same run, `best` = min(ort, ov) and `best32` = min(ort, ov32). Timings swing
+between runs on a shared machine (onnxruntime's and OpenVINO's spinning thread pools lose more
+under load than XLA): compare ratios of one run, on an idle machine where possible. Compile
+times: mlconv's XLA path (import + passes + XLA compile and first call), auto (measuring both
+back ends; `choose s` its cost beyond the XLA path's own work) and OpenVINO's convert+compile.
+Outputs are checked against onnxruntime (relative to the largest magnitude) so a fast wrong
+answer cannot pass.
 """
 
 from __future__ import annotations
@@ -26,9 +31,13 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 import onnx
+
+# Cold compiles: no executable from mlconv's persistent XLA cache (backends/compile_cache.py).
+os.environ["MLCONV_COMPILATION_CACHE"] = "0"
 
 # Run as a script, bench/ is sys.path[0]: drop it so that bench/openvino.py does not shadow the
 # openvino package.
@@ -160,9 +169,11 @@ def interleaved_medians(runners: dict, rounds: int, runs: int, warmup: int = 2) 
 
 def bench_model(
     name: str, path: str, args: argparse.Namespace, inputs: dict[str, np.ndarray] | None = None
-) -> dict[str, float]:
+) -> dict[str, Any]:
     import onnxruntime
     import openvino
+
+    import mlconv
 
     inputs = inputs or input_arrays(onnx.load(path))
 
@@ -170,31 +181,46 @@ def bench_model(
     feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
     expected = session.run(None, feeds)
 
+    core = openvino.Core()
     start = time.perf_counter()
-    compiled = openvino.Core().compile_model(openvino.convert_model(path), "CPU")
+    compiled = core.compile_model(openvino.convert_model(path), "CPU")
     ov_compile_s = time.perf_counter() - start
     request = compiled.create_infer_request()
+    f32_request = core.compile_model(
+        openvino.convert_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
+    ).create_infer_request()
     ov_feeds = {i: feeds[n] for i, n in enumerate(feeds)}
 
     ours = Mlconv(path, args.device, inputs, args.target_passes == "on")
-    for got, want in zip(ours.first, expected, strict=True):
-        if (error := relative_error(got, want)) > 1e-3:
-            raise SystemExit(
-                f"{name}: mlconv's output differs from onnxruntime's (relative {error:.1e})"
-            )
+    start = time.perf_counter()
+    auto = mlconv.compile(path, device=args.device, backend="auto", quiet=True)
+    auto_args = [inputs[n] for n in auto.input_names]
+    auto_first = auto(*auto_args)
+    auto_s = time.perf_counter() - start
+    for who, outputs in (("mlconv", ours.first), ("mlconv auto", auto_first)):
+        for got, want in zip(outputs, expected, strict=True):
+            if (error := relative_error(got, want)) > 1e-3:
+                raise SystemExit(
+                    f"{name}: {who}'s output differs from onnxruntime's (relative {error:.1e})"
+                )
 
     runners = {
-        "mlconv": ours,
-        "onnxruntime": lambda: session.run(None, feeds),
-        "openvino": lambda: request.infer(ov_feeds),
+        "xla": ours,
+        "auto": lambda: auto(*auto_args),
+        "ort": lambda: session.run(None, feeds),
+        "ov": lambda: request.infer(ov_feeds),
+        "ov32": lambda: f32_request.infer(ov_feeds),
     }
     median = interleaved_medians(runners, args.rounds, args.runs)
+    choice = auto.backend_choice
     return {
-        "mlconv/ort": median["mlconv"] / median["onnxruntime"],
-        "ov/ort": median["openvino"] / median["onnxruntime"],
+        "ms": median,
+        "backend": auto.backend,
+        "choice": choice,
         "import_s": ours.import_s,
         "passes_s": ours.passes_s,
         "xla_s": ours.xla_s,
+        "auto_s": auto_s,
         "ov_compile_s": ov_compile_s,
     }
 
@@ -244,6 +270,8 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
+        # mlconv auto measures its choice in this run, not one cached by an earlier run.
+        os.environ["MLCONV_CACHE_DIR"] = os.path.join(folder, "cache")
         cases = []
         for name in [m for m in args.models.split(",") if m]:
             path = os.path.join(folder, f"{name}.onnx")
@@ -252,31 +280,57 @@ def main() -> None:
         if args.exported is not None:
             cases += exported_models(folder, args.exported)
 
-        header = f"{'model':<16}{'mlconv/ort':>11}{'ov/ort':>8}{'import s':>10}{'passes s':>10}{'xla s':>8}{'total s':>9}{'ov s':>7}{'ml/ov':>7}"
         print(
-            f"batch 1, device {args.device}, target passes {args.target_passes}, {args.rounds} rounds x {args.runs} runs, median"
+            f"batch 1, device {args.device}, target passes {args.target_passes}, "
+            f"{args.rounds} rounds x {args.runs} runs, median ms; ov: OpenVINO as it compiles by "
+            "default (bf16 on CPUs with bf16 units), ov32: in f32 (INFERENCE_PRECISION_HINT), "
+            "auto: mlconv's choice of XLA or its own OpenVINO IR (f32); best = min(ort, ov), "
+            "best32 = min(ort, ov32)"
         )
-        print(header)
+        print(
+            f"{'model':<16}{'xla':>9}{'auto':>9}{' ran':<10}{'ort':>9}{'ov':>9}{'ov32':>9}"
+            f"{'xla/best':>9}{'auto/best':>10}{'auto/b32':>9}{'compile s':>10}{'auto s':>8}"
+            f"{'choose s':>9}{'ov s':>7}"
+        )
         rows = []
         for name, path, inputs in cases:
             row = bench_model(name, path, args, inputs)
+            ms = row["ms"]
+            row["best"] = min(ms["ort"], ms["ov"])
+            row["best32"] = min(ms["ort"], ms["ov32"])
             rows.append(row)
             total = row["import_s"] + row["passes_s"] + row["xla_s"]
+            choose = row["choice"].measure_s
             print(
-                f"{name:<16}{row['mlconv/ort']:>11.2f}{row['ov/ort']:>8.2f}{row['import_s']:>10.2f}"
-                f"{row['passes_s']:>10.2f}{row['xla_s']:>8.2f}{total:>9.2f}{row['ov_compile_s']:>7.2f}"
-                f"{total / row['ov_compile_s']:>7.2f}",
+                f"{name:<16}{ms['xla']:>9.2f}{ms['auto']:>9.2f} {row['backend']:<9}{ms['ort']:>9.2f}"
+                f"{ms['ov']:>9.2f}{ms['ov32']:>9.2f}{ms['xla'] / row['best']:>9.2f}"
+                f"{ms['auto'] / row['best']:>10.2f}{ms['auto'] / row['best32']:>9.2f}"
+                f"{total:>10.2f}{row['auto_s']:>8.2f}"
+                f"{choose if choose is not None else float('nan'):>9.2f}"
+                f"{row['ov_compile_s']:>7.2f}",
                 flush=True,
             )
+            if row["choice"].note:
+                print(f"    {row['choice'].line()}")
         if rows:
+            ratios = {
+                key: [r["ms"][a] / r[b] for r in rows]
+                for key, (a, b) in {
+                    "xla/best": ("xla", "best"),
+                    "auto/best": ("auto", "best"),
+                    "auto/best32": ("auto", "best32"),
+                    "ov/ort": ("ov", "best"),
+                }.items()
+            }
+            ratios["ov/ort"] = [r["ms"]["ov"] / r["ms"]["ort"] for r in rows]
+            for key, values in ratios.items():
+                print(f"{key:<12} median {statistics.median(values):.2f}  worst {max(values):.2f}")
             totals = [r["import_s"] + r["passes_s"] + r["xla_s"] for r in rows]
             print(
-                f"{'median':<16}{statistics.median(r['mlconv/ort'] for r in rows):>11.2f}"
-                f"{statistics.median(r['ov/ort'] for r in rows):>8.2f}{'':>28}{statistics.median(totals):>9.2f}"
-                f"{statistics.median(r['ov_compile_s'] for r in rows):>7.2f}"
-                f"{statistics.median(t / r['ov_compile_s'] for t, r in zip(totals, rows, strict=True)):>7.2f}"
+                f"compile s median: xla {statistics.median(totals):.2f}, auto (measuring both) "
+                f"{statistics.median(r['auto_s'] for r in rows):.2f}, OpenVINO convert+compile "
+                f"{statistics.median(r['ov_compile_s'] for r in rows):.2f}"
             )
-            print(f"worst mlconv/ort: {max(r['mlconv/ort'] for r in rows):.2f}")
 
 
 if __name__ == "__main__":

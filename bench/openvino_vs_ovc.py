@@ -123,7 +123,7 @@ def bench(name, path, inputs, expected, work: Path) -> dict:
     except Exception as error:  # noqa: BLE001
         row["ovc_error"] = [line for line in str(error).splitlines() if line.strip()][-1][:200]
     (got,) = mlconv.compile(path, device="cpu", backend="openvino")(*inputs)[:1]
-    (jax,) = mlconv.compile(path, device="cpu")(*inputs)[:1]
+    (jax,) = mlconv.compile(path, device="cpu", backend="xla")(*inputs)[:1]
     row["vs_jax"] = relative(got, jax)
     row["vs_source"] = relative(got, expected)
     mine = layer_types(ours)

@@ -96,7 +96,7 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
     feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
     expected = session.run(None, feeds)
 
-    compiled = mlconv.compile(path, "cpu", quiet=True)
+    compiled = mlconv.compile(path, "cpu", quiet=True, backend="xla")
     host_args, outputs = region_args(compiled, [inputs[n] for n in compiled.input_names])
     for got, want in zip(outputs, expected, strict=True):
         if (error := relative_error(got, want)) > 1e-3:

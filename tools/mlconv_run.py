@@ -17,6 +17,7 @@ with `--per-layer`, per intermediate tensor both have; exit status 1 when one di
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -53,14 +54,19 @@ def make_parser() -> ToolArgumentParser:
         "--per-layer", action="store_true",
         help="with --compare-with-source: also every intermediate tensor both sides have",
     )  # fmt: skip
-    parser.add_argument("--json", action="store_true", help="the comparison as JSON on stdout")
+    parser.add_argument(
+        "--json", action="store_true",
+        help="the comparison as JSON on stdout; in a plain run, the back end that ran and why",
+    )  # fmt: skip
     parser.add_argument("--rtol", type=float, default=None, help="comparison tolerance")
     parser.add_argument("--atol", type=float, default=None, help="comparison tolerance")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--device", choices=["cpu", "gpu", "tpu"], default=None)
     parser.add_argument(
-        "--backend", choices=["jax", "openvino"], default="jax",
-        help="run through JAX/XLA (default) or the OpenVINO runtime (cpu)",
+        "--backend", choices=["auto", "xla", "jax", "openvino"], default=None,
+        help="auto (default, or $MLCONV_BACKEND): on the cpu the faster of XLA and OpenVINO, "
+        "measured when compiling and cached; xla (alias jax): JAX/XLA; openvino: the OpenVINO "
+        "runtime (cpu)",
     )  # fmt: skip
     parser.add_argument(
         "--allow-custom", action="store_true",
@@ -292,8 +298,8 @@ def _run(argv: list[str] | None) -> int:
     shapes = parse_input_shapes(args.input_shapes)
     if args.per_layer and not args.compare_with_source:
         raise OptionError("--per-layer goes with --compare-with-source")
-    if args.json and not args.compare_with_source:
-        raise OptionError("--json goes with --compare-with-source")
+    if args.json and args.print_outputs:
+        raise OptionError("--json and --print-outputs both write to stdout: give one")
     if args.serve:
         return _serve(args)
     if not args.compare_with_source:
@@ -330,7 +336,7 @@ def _run(argv: list[str] | None) -> int:
         compiled = _Interpreted(model)
     else:
         options: dict[str, Any] = {"input_shapes": shapes} if shapes else {}
-        if args.backend != "jax":
+        if args.backend is not None:
             options["backend"] = args.backend
         if args.allow_custom:
             options["allow_custom"] = True
@@ -364,7 +370,19 @@ def _run(argv: list[str] | None) -> int:
         write_outputs(args.outputs, results, output_names)
     if args.print_outputs:
         sys.stdout.write(format_outputs(results, output_names))
+    if args.json:
+        sys.stdout.write(json.dumps(run_report(compiled)) + "\n")
     return 0
+
+
+def run_report(compiled: Any) -> dict[str, Any]:
+    """`--json` of a plain run: the back end that ran and, where mlconv.compile chose it, why
+    (backends/backend_choice.py's BackendChoice)."""
+    choice = getattr(compiled, "backend_choice", None)
+    backend = getattr(compiled, "backend", None)
+    if backend is None:
+        backend = "interpreter" if isinstance(compiled, _Interpreted) else "xla"
+    return {"backend": backend, "choice": choice.as_dict() if choice is not None else None}
 
 
 def _pick_signature(compiled: Any, name: str | None) -> Any:

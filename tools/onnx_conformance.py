@@ -110,7 +110,7 @@ def run_case(case: Any) -> CaseResult:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            run = mlconv.compile(case.model, device="cpu")
+            run = mlconv.compile(case.model, device="cpu", backend="xla")
             for inputs, outputs in case.data_sets:
                 inputs, outputs = [as_array(v) for v in inputs], [as_array(v) for v in outputs]
                 got = run(*inputs)

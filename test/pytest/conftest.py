@@ -9,6 +9,9 @@
 - torch (2.14.1) must be loaded before TensorFlow (2.21) in a process: with TensorFlow loaded
   first, importing torchvision (which pulls in triton) segfaults. Collection imports every test
   module in one process, so the order cannot be left to the modules.
+- The suite tests the XLA path unless a test names another back end: mlconv.compile's default
+  back end, "auto", would compile and time OpenVINO beside XLA for every static model on the CPU
+  (backends/backend_choice.py; test_backend_choice.py tests it). Subprocesses inherit this.
 """
 
 import contextlib
@@ -21,6 +24,7 @@ os.environ.setdefault("MLCONV_COMPILATION_CACHE", "0")
 HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
+os.environ.setdefault("MLCONV_BACKEND", "xla")
 
 with contextlib.suppress(ImportError):
     import torch  # noqa: F401
