@@ -6,6 +6,8 @@
 - mlconv's persistent compilation cache is off (MLCONV_COMPILATION_CACHE=0, inherited by the
   CLI subprocesses): the suite writes nothing to ~/.cache; test_compile_cache.py turns it on
   in a temporary folder.
+- `--strict-skips` and the `required` marker (strict_skips.py, used by .ci/run): no silent
+  skips in CI.
 - torch (2.14.1) must be loaded before TensorFlow (2.21) in a process: with TensorFlow loaded
   first, importing torchvision (which pulls in triton) segfaults. Collection imports every test
   module in one process, so the order cannot be left to the modules.
@@ -25,6 +27,16 @@ HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 os.environ.setdefault("MLCONV_BACKEND", "xla")
+
+# --strict-skips and the `required` marker (strict_skips.py): its hooks become this conftest's.
+from strict_skips import (  # noqa: E402, F401
+    pytest_addoption,
+    pytest_collectreport,
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 with contextlib.suppress(ImportError):
     import torch  # noqa: F401

@@ -174,6 +174,7 @@ def test_exported_model_round_trips_after_every_pass(case, export_cache) -> None
     run_default_pipeline(load_model(str(EXPORTED.model_file(folder, case[1]))))
 
 
+@pytest.mark.required  # CI installs torch (the exporters extra)
 @pytest.mark.skipif(EXPORTED is None, reason="exported_models needs torch")
 def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
     """SSDlite (TorchScript): a call binds the image's shape and, as its NonZero and
