@@ -20,6 +20,7 @@ from mlconv.passes.lowering import lowering as _lowering
 
 FAMILIES = (
     "ml",
+    "detection",
     "elementwise",
     "activations",
     "nn",

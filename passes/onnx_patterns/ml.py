@@ -558,19 +558,42 @@ def tree_ensemble_classifier(op, b):
     labels = _labels(b, op)
     classes = len(labels)
     forest = _legacy_forest(b, op, "class", classes)
-    weighted = forest.has_weight.any(axis=0)
-    if classes == 2 and not weighted.all():
-        raise b.fail("binary classifiers with weights for one class only are not supported")
     leaves = _traverse(b, forest, op.operands[0])
     base = _array(op, "base_values", np.float32)
+    positive_weights = bool((forest.weights >= 0).all())
+    if classes == 2 and not forest.has_weight[:, 1].any():
+        return _binary_one_score(b, op, forest, leaves, base, labels, positive_weights)
     scores = _aggregate(b, forest, leaves, "SUM", base)
     scores = _post_transform(b, op, scores)
     if classes == 2:
-        positive_weights = bool((forest.weights >= 0).all())
         threshold = np.float32(0.5 if positive_weights else 0.0)
         column = b(ci.SliceOp, scores, b.ints([1]), b.ints([2]), b.ints([1]), b.ints([1]))
         column = b(ct.SqueezeOp, column, b.ints([1]))
         index = b(ct.ConvertOp, b(ew.GreaterOp, column, b.const(threshold)), destination_type=i64)
     else:
         index = _argmax(b, scores)
+    return [_take(b, labels, index), scores]
+
+
+def _binary_one_score(b, op, forest, leaves, base, labels, positive_weights):
+    """Two classes, weights for the first only (skl2onnx's binary forests and boosting): the
+    one score is the positive class's, as onnxruntime reads it; the other class gets 1 - p
+    (LOGISTIC or positive weights) or -score."""
+    forest.weights = forest.weights[:, :1]
+    forest.has_weight = forest.has_weight[:, :1]
+    score = _aggregate(b, forest, leaves, "SUM", None if base is None else base[:1])
+    transform = _attr(op, "post_transform", "NONE")
+    if transform not in ("NONE", "LOGISTIC"):
+        raise b.fail(f"post_transform {transform} of a one-score binary classifier")
+    if transform == "LOGISTIC":
+        score = b(ew.SigmoidOp, score)
+    complement = transform == "LOGISTIC" or positive_weights
+    threshold = np.float32(0.5 if complement else 0.0)
+    if complement:
+        other = b(ew.SubtractOp, b.const(np.float32(1)), score)
+    else:
+        other = b(ew.NegativeOp, score)
+    scores = b(ct.ConcatOp, [other, score], axis=1)
+    positive = b(ew.GreaterOp, b(ct.SqueezeOp, score, b.ints([1])), b.const(threshold))
+    index = b(ct.ConvertOp, positive, destination_type=i64)
     return [_take(b, labels, index), scores]

@@ -78,3 +78,35 @@ func.func @normalize_l2_bad_eps_mode(%x: tensor<2x3xf32>, %axes: tensor<1xi64>) 
   %y = "core.NormalizeL2"(%x, %axes) {eps = 1.0e-12 : f64, eps_mode = "min"} : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<2x3xf32>
   func.return %y : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @roi_align_bad(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x4xf32>, %idx: tensor<4xi64>) -> tensor<*xf32> {
+  // expected-error @+1 {{'core.ROIAlign' op mode must be avg or max, got 'median'}}
+  %y = "core.ROIAlign"(%x, %rois, %idx) {mode = "median", aligned_mode = "half_pixel", pooled_h = 2 : i64, pooled_w = 2 : i64} : (tensor<1x3x8x8xf32>, tensor<4x4xf32>, tensor<4xi64>) -> tensor<*xf32>
+  func.return %y : tensor<*xf32>
+}
+
+// -----
+
+func.func @roi_align_bad(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x4xf32>, %idx: tensor<4xi64>) -> tensor<*xf32> {
+  // expected-error @+1 {{'core.ROIAlign' op aligned_mode must be asymmetric or half_pixel, got 'half_pixel_for_nn'}}
+  %y = "core.ROIAlign"(%x, %rois, %idx) {mode = "avg", aligned_mode = "half_pixel_for_nn", pooled_h = 2 : i64, pooled_w = 2 : i64} : (tensor<1x3x8x8xf32>, tensor<4x4xf32>, tensor<4xi64>) -> tensor<*xf32>
+  func.return %y : tensor<*xf32>
+}
+
+// -----
+
+func.func @roi_align_bad(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x4xf32>, %idx: tensor<4xi64>) -> tensor<*xf32> {
+  // expected-error @+1 {{'core.ROIAlign' op pooled_h and pooled_w must be positive}}
+  %y = "core.ROIAlign"(%x, %rois, %idx) {mode = "avg", aligned_mode = "half_pixel", pooled_h = 0 : i64, pooled_w = 2 : i64} : (tensor<1x3x8x8xf32>, tensor<4x4xf32>, tensor<4xi64>) -> tensor<*xf32>
+  func.return %y : tensor<*xf32>
+}
+
+// -----
+
+func.func @roi_pooling_bilinear(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x5xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{'core.ROIPooling' op method must be max, got 'bilinear'}}
+  %y = "core.ROIPooling"(%x, %rois) {pooled_h = 2 : i64, pooled_w = 2 : i64, method = "bilinear"} : (tensor<1x3x8x8xf32>, tensor<4x5xf32>) -> tensor<*xf32>
+  func.return %y : tensor<*xf32>
+}

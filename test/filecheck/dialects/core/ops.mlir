@@ -152,3 +152,16 @@ func.func @fused_ops(%x: tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32> {
   %s = "core.ShuffleChannels"(%n) {axis = 1 : i64, group = 2 : i64} : (tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32>
   func.return %s : tensor<1x8x2x2xf32>
 }
+
+// -----
+
+// The region ops of two-stage detectors: ROIAlign and ROIPooling.
+
+// CHECK-LABEL: func.func @roi_ops
+// CHECK:         "core.ROIAlign"(%{{.*}}, %{{.*}}, %{{.*}}) {pooled_h = 2 : i64, pooled_w = 2 : i64, sampling_ratio = 2 : i64, spatial_scale = 2.500000e-01 : f64, mode = "max", aligned_mode = "half_pixel"} : (tensor<1x3x8x8xf32>, tensor<4x4xf32>, tensor<4xi64>) -> tensor<4x3x2x2xf32>
+// CHECK:         "core.ROIPooling"(%{{.*}}, %{{.*}}) {pooled_h = 3 : i64, pooled_w = 2 : i64, spatial_scale = 1.000000e+00 : f64, method = "max"} : (tensor<1x3x8x8xf32>, tensor<4x5xf32>) -> tensor<4x3x3x2xf32>
+func.func @roi_ops(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x4xf32>, %idx: tensor<4xi64>, %rois5: tensor<4x5xf32>) -> (tensor<4x3x2x2xf32>, tensor<4x3x3x2xf32>) {
+  %a = "core.ROIAlign"(%x, %rois, %idx) {pooled_h = 2 : i64, pooled_w = 2 : i64, sampling_ratio = 2 : i64, spatial_scale = 2.500000e-01 : f64, mode = "max", aligned_mode = "half_pixel"} : (tensor<1x3x8x8xf32>, tensor<4x4xf32>, tensor<4xi64>) -> tensor<4x3x2x2xf32>
+  %p = "core.ROIPooling"(%x, %rois5) {pooled_h = 3 : i64, pooled_w = 2 : i64, spatial_scale = 1.0 : f64, method = "max"} : (tensor<1x3x8x8xf32>, tensor<4x5xf32>) -> tensor<4x3x3x2xf32>
+  func.return %a, %p : tensor<4x3x2x2xf32>, tensor<4x3x3x2xf32>
+}
