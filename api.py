@@ -244,12 +244,12 @@ def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool
         return specialized
     if not isinstance(dims, Mapping):
         raise OptionError("pad_dims must be a dict dim -> mlconv.PadTo, or False")
-    ranks = [len(spec.dims or ()) for spec in specialized.input_specs]
+    shapes = [spec.dims for spec in specialized.input_specs]
     dim_names = None
     if any(not key.rpartition(":")[2].lstrip("-").isdigit() for key in dims):
         dim_names = onnx_dim_names(model)
     return PaddedModule(
-        specialized, resolve(dims, specialized.input_names, ranks, dim_names), explicit
+        specialized, resolve(dims, specialized.input_names, shapes, dim_names), explicit
     )
 
 

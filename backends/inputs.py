@@ -78,10 +78,10 @@ class InputSpec:
                 ) from None
         if self.dims is None:
             return array
-        given = "[" + ", ".join(str(d) for d in array.shape) + "]"
         if array.ndim != len(self.dims) or any(
             d >= 0 and d != g for d, g in zip(self.dims, array.shape, strict=True)
         ):
+            given = "[" + ", ".join(str(d) for d in array.shape) + "]"
             raise InputError(f"input '{self.name}': expected shape {self.describe()}, got {given}")
         return array
 

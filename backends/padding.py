@@ -97,10 +97,12 @@ def default_pad_dims(input_names: list[str]) -> dict[str, PadTo]:
 def resolve(
     pad_dims: Mapping[str, PadTo],
     input_names: list[str],
-    ranks: list[int],
+    shapes: list[tuple[int, ...] | None],
     dim_names: Mapping[str, list[str | None]] | None = None,
 ) -> list[PaddedDim]:
-    """`pad_dims` as (input, axis) lists; OptionError for a key or mask that names nothing."""
+    """`pad_dims` as (input, axis) lists, given the inputs' declared dims (-1: dynamic);
+    OptionError for a key or mask that names nothing, or a static axis."""
+    ranks = [len(shape or ()) for shape in shapes]
     resolved = []
     for key, spec in pad_dims.items():
         if not isinstance(spec, PadTo):
@@ -119,6 +121,12 @@ def resolve(
                 for axis, dim in enumerate((dim_names or {}).get(name, [])):
                     if dim == key:
                         axes.append((index, axis))
+        for index, axis in axes:
+            if shapes[index] is not None and shapes[index][axis] >= 0:
+                raise OptionError(
+                    f"pad_dims '{key}': axis {axis} of input '{input_names[index]}' is static "
+                    f"({shapes[index][axis]})"
+                )
         if not axes:
             raise OptionError(
                 f"pad_dims '{key}': no input has a dim of that name (give an ONNX dim name or "
@@ -188,7 +196,7 @@ class PaddedModule:
                 warnings.warn(f"mlconv: {error}; compiling every shape instead", stacklevel=2)
                 self.unpadded = str(error)
                 return self.inner(*arrays)
-        return self._sliced(self.inner(*padded), deltas)
+        return self._sliced(self.inner.run_bound(padded), deltas)
 
     def _deltas(self, arrays: list[np.ndarray]) -> list[int]:
         deltas = []

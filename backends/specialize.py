@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+import jax
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -119,6 +120,10 @@ class SpecializingModule:
         """As CompiledModule.on_device: JAX array inputs taken where they are, the outputs
         left where the program computed them (on the host for a staged program's host part)."""
         arrays = bind_inputs(self.input_specs, args, named)  # InputError: contradicts the model
+        return self.run_bound(arrays)
+
+    def run_bound(self, arrays: list[Any]) -> list[Any]:
+        """`on_device` for inputs `bind_inputs` already checked against `input_specs`."""
         shapes = tuple((a.shape, a.dtype.str) for a in arrays)
         if self.bound and shapes not in self._unstaged:  # backends/staged.py
             staged = self._program(
@@ -128,7 +133,11 @@ class SpecializingModule:
                 return staged(arrays)
             self._unstaged.add(shapes)
         key = (shapes, tuple(np.asarray(arrays[i]).tobytes() for i in self.bound))
-        return self._program(key, lambda: self._specialize(arrays)).on_device(*arrays)
+        compiled = self._program(key, lambda: self._specialize(arrays))
+        return [
+            jax.device_put(r, compiled.device) if isinstance(r, np.ndarray) else r
+            for r in compiled.run_bound(arrays)
+        ]
 
     def _program(self, key: Any, make: Any) -> Any:
         """The cached program at `key`, made (and counted) on a miss; None is not cached."""

@@ -3,7 +3,8 @@
     python bench/generate.py [--models llama,qwen2,phi3] [--tokens 128] [--rounds 3]
 
 Decoders: tiny random-config Llama, Qwen2 and Phi-3-style models exported by
-torch.onnx.export(dynamo=True) with optimum's input names (test/pytest/decoder_models.py),
+torch.onnx.export(dynamo=True) with optimum's input names (test/pytest/decoder_models.py), and
+with `--optimum-python PY` the same three exported by optimum-onnx (text-generation-with-past),
 compiled by `mlconv.compile(path)` with no option (the past length padded to buckets by
 default, backends/padding.py). Each model runs in two fresh processes sharing one temporary
 persistent compilation cache: the first starts with it empty (cold), the second finds it filled
@@ -83,13 +84,17 @@ def main() -> None:
     parser.add_argument("--models", default="llama,qwen2,phi3")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--optimum-python",
+        help="an interpreter with optimum-onnx: also optimum's text-generation-with-past exports",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.tokens, args.rounds)
         return
     sys.path.insert(0, os.path.join(HERE, "..", "test", "pytest"))
-    from decoder_models import export_decoder
+    from decoder_models import export_decoder, export_optimum
 
     with tempfile.TemporaryDirectory() as folder:
         env = {
@@ -97,8 +102,14 @@ def main() -> None:
             "MLCONV_COMPILATION_CACHE": "1",
             "MLCONV_COMPILATION_CACHE_DIR": os.path.join(folder, "xla"),
         }
-        for name in args.models.split(","):
-            path = export_decoder(name, os.path.join(folder, f"{name}.onnx"))
+        models = [(f"dynamo {n}", n) for n in args.models.split(",")]
+        if args.optimum_python:
+            models += [(f"optimum {n}", n) for n in args.models.split(",")]
+        for name, kind in models:
+            if name.startswith("optimum"):
+                path = export_optimum(kind, os.path.join(folder, kind), args.optimum_python)
+            else:
+                path = export_decoder(kind, os.path.join(folder, f"{kind}.onnx"))
             for label in ("cold cache", "warm cache"):
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", str(path), "--tokens",
@@ -110,7 +121,7 @@ def main() -> None:
                     continue
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 print(
-                    f"{name:6} {label}: identical {r['identical']}, {r['compilations']} "
+                    f"{name:14} {label}: identical {r['identical']}, {r['compilations']} "
                     f"compilations / {args.tokens} tokens; ms per token mlconv "
                     f"{r['mlconv_ms_per_token']:.3f} onnxruntime {r['ort_ms_per_token']:.3f} "
                     f"({r['mlconv_ms_per_token'] / r['ort_ms_per_token']:.2f}x; tokens/s "

@@ -111,6 +111,26 @@ def export_decoder(kind: str, path: str | Path, seed: int = 0) -> Path:
     return path
 
 
+def export_optimum(kind: str, folder: str | Path, python: str) -> Path:
+    """The decoder `kind` (seeded as `build_decoder`) exported by optimum's
+    `text-generation-with-past` task into `folder`, run by `python` (an interpreter with
+    optimum-onnx, which pins transformers < 4.58: a venv of its own, see shared/NOTES.md)."""
+    import subprocess
+
+    folder = Path(folder)
+    subprocess.run(
+        [python, __file__, "optimum", kind, str(folder)], check=True, capture_output=True
+    )
+    return folder / "onnx" / "model.onnx"
+
+
+def _optimum_main(kind: str, folder: str) -> None:
+    from optimum.exporters.onnx import main_export
+
+    build_decoder(kind).save_pretrained(f"{folder}/hf")
+    main_export(f"{folder}/hf", output=f"{folder}/onnx", task="text-generation-with-past")
+
+
 def greedy(run, prompt: np.ndarray, new_tokens: int, on_token=None) -> list[int]:
     """Greedy decoding of `new_tokens` tokens after `prompt` (1-D int64), optimum's loop: the
     prompt in one call (after a past of one zero position, masked out: the export's dims start
@@ -144,3 +164,9 @@ def greedy(run, prompt: np.ndarray, new_tokens: int, on_token=None) -> list[int]
             feeds[f"past_key_values.{i}.key"] = np.asarray(outputs[1 + 2 * i])
             feeds[f"past_key_values.{i}.value"] = np.asarray(outputs[2 + 2 * i])
     return tokens
+
+
+if __name__ == "__main__":  # python decoder_models.py optimum KIND FOLDER (export_optimum)
+    import sys
+
+    _optimum_main(sys.argv[2], sys.argv[3])

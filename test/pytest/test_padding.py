@@ -129,3 +129,48 @@ def test_unknown_dim_is_an_option_error():
         x = np.arange(n, dtype=np.float32)[None] - 2
         np.testing.assert_array_equal(run(x)[0], np.maximum(x, 0))
     assert run.compilations == 2
+
+
+def _segmentation_net():
+    """Two 3x3 convolutions (ReLU between), NCHW with dynamic batch, height and width."""
+    rng = np.random.default_rng(5)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w1"),
+        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b1"),
+        numpy_helper.from_array(rng.standard_normal((2, 4, 3, 3)).astype(np.float32), "w2"),
+        numpy_helper.from_array(rng.standard_normal(2).astype(np.float32), "b2"),
+    ]
+    return _model(
+        [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["h"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Conv", ["r", "w2", "b2"], ["y"], pads=[1, 1, 1, 1]),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "height", "width"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2, "height", "width"])],
+        weights,
+    )
+
+
+def test_segmentation_batch_buckets_and_image_padding_refused():
+    model = _segmentation_net()
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    rng = np.random.default_rng(6)
+    # Rows are independent: the batch pads exactly, one program per bucket.
+    run = mlconv.compile(model, quiet=True, pad_dims={"n": mlconv.PadTo(buckets=(2, 4))})
+    for batch, size in ((1, 16), (2, 16), (3, 16), (1, 24), (3, 24), (2, 32)):
+        x = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+        np.testing.assert_allclose(run(x)[0], session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+    assert run.compilations == 5  # (2|4) x 16, (2|4) x 24, 2 x 32
+    # The image is not: the second convolution sees the first one's bias past the border.
+    run = mlconv.compile(
+        model, quiet=True,
+        pad_dims={d: mlconv.PadTo(buckets=(16,)) for d in ("height", "width")},
+    )  # fmt: skip
+    with pytest.raises(BackendError, match="padding height, width is not exact"):
+        run(rng.standard_normal((1, 3, 10, 13)).astype(np.float32))
+
+
+def test_static_axis_is_an_option_error():
+    with pytest.raises(OptionError, match="axis 1 of input 'x' is static"):
+        mlconv.compile(_segmentation_net(), quiet=True, pad_dims={"x:1": mlconv.PadTo()})
