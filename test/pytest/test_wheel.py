@@ -169,8 +169,16 @@ def test_wheel_installed_elsewhere_works(wheel: Path, venv: Path, tmp_path: Path
         import numpy as np
         import onnxruntime
         import mlconv
-        import mlconv.dialects.tf, mlconv.dialects.tflite, mlconv.tools.converter_options
+        import importlib
+        from pathlib import Path
+        import mlconv
+        import mlconv.dialects.tf, mlconv.dialects.tflite  # their JSON files, read at import
         assert mlconv.__file__.startswith(sys.prefix), mlconv.__file__
+        root = Path(mlconv.__file__).parent
+        marker = 'PROTO = Path(__file__).with_name("converter_options.proto")'
+        (options,) = [p for p in root.rglob("*.py") if marker in p.read_text()]
+        dotted = ".".join(("mlconv", *options.relative_to(root).with_suffix("").parts))
+        assert importlib.import_module(dotted).PROTO.is_file()  # the .proto, beside its module
         x = np.load("x.npy")
         got = mlconv.compile("small.onnx")(x)[0]
         session = onnxruntime.InferenceSession("small.onnx", providers=["CPUExecutionProvider"])
