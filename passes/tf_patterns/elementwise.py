@@ -53,6 +53,8 @@ UNARY = {
     "Softplus": ew.SoftPlusOp,
     "Softsign": ew.SoftSignOp,
     "LogicalNot": ew.LogicalNotOp,
+    "IsNan": ew.IsNaNOp,
+    "IsInf": ew.IsInfOp,
 }
 
 

@@ -1,6 +1,6 @@
 """Data-movement and shape TF ops: Const, Reshape, Squeeze, ExpandDims, Pad, ConcatV2, Pack,
 Transpose, reductions, ArgMax/ArgMin, Shape, Fill, Tile, GatherV2, StridedSlice, Slice,
-BroadcastTo, Range, Split, SplitV.
+BroadcastTo, Range, Split, SplitV, ZerosLike, OnesLike, Size.
 
 TF passes axes, shapes and pads as int32 or int64 tensors; core's static operands accept
 either, so they are passed through and only rewritten where their meaning differs.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlconv.dense import to_numpy
+from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_tf as ctf
@@ -155,8 +156,12 @@ def strided_slice(op, b):
 
 @lowering("Slice")
 def slice_(op, b):
-    begin = b.static(b.input(op, 1), "begin").astype(np.int64).reshape(-1)
-    size = b.static(b.input(op, 2), "size").astype(np.int64).reshape(-1)
+    begin_value, size_value = b.input(op, 1), b.input(op, 2)
+    begin, size = b.constant(begin_value), b.constant(size_value)
+    if begin is None or size is None:
+        return [_computed_slice(b, b.input(op, 0), begin_value, size_value)]
+    begin = begin.astype(np.int64).reshape(-1)
+    size = size.astype(np.int64).reshape(-1)
     end = np.where(size < 0, 0, begin + size)
     return [
         b(
@@ -169,6 +174,45 @@ def slice_(op, b):
             end_mask=[int(s < 0) for s in size],
         )
     ]
+
+
+def _computed_slice(b, x, begin, size):
+    """A Slice whose begin or size is computed (from a `None` dim's Shape): per axis, a gather
+    of range(begin, stop), stop = begin + size (the end of the dim where size is -1). A gather
+    of a range rather than core.Slice: shape probes larger than the dim would clamp the
+    slice to it and make a dynamic dim look static."""
+    count = b.rank(x)
+    if count is None:
+        raise b.fail("a computed Slice needs the rank of its input")
+    dtype = b.dtype(size)
+    shape = b(ct.ShapeOfOp, x, output_type=_element(size))
+    stop = b(ew.AddOp, begin, size)
+    stop = b(ct.SelectOp, b(ew.LessOp, size, b.const(np.zeros((), dtype))), shape, stop)
+    one = b.const(np.ones((), dtype))
+    for axis in range(count):
+        first = b(ct.GatherOp, begin, b.ints(axis), b.ints(0))
+        last = b(ct.GatherOp, stop, b.ints(axis), b.ints(0))
+        indices = b(ci.RangeOp, first, last, one, output_type=_element(size))
+        x = b(ct.GatherOp, x, indices, b.ints(axis))
+    return x
+
+
+def _element(value):
+    return value.type.get_element_type()
+
+
+@lowering("ZerosLike", "OnesLike")
+def zeros_like(op, b):
+    x = b.input(op, 0)
+    value = b.const(np.asarray(0 if op.name == "tf.ZerosLike" else 1, b.dtype(x)))
+    return [b(ct.BroadcastOp, value, b(ct.ShapeOfOp, x), mode="numpy")]
+
+
+@lowering("Size")
+def size(op, b):
+    out_type = op.attr_or_default("out_type")
+    shape = b(ct.ShapeOfOp, b.input(op, 0), output_type=out_type)
+    return [b(ct.ReduceProdOp, shape, b.ints([0]), keep_dims=False)]
 
 
 @lowering("BroadcastTo")

@@ -187,3 +187,35 @@ def _result_qtype(op):
 @lowering("CAST")
 def cast(op, b):
     return [b(core.ConvertOp, b.x(op, 0), destination_type=op.results[0].type.get_element_type())]
+
+
+def _compare(op_class):
+    def pattern(op, b):
+        return [b(op_class, b.x(op, 0), b.x(op, 1))]
+
+    return pattern
+
+
+for _name, _class in {
+    "LESS": core.LessOp,
+    "LESS_EQUAL": core.LessEqualOp,
+    "GREATER": core.GreaterOp,
+    "GREATER_EQUAL": core.GreaterEqualOp,
+    "EQUAL": core.EqualOp,
+    "NOT_EQUAL": core.NotEqualOp,
+    "LOGICAL_AND": core.LogicalAndOp,
+    "LOGICAL_OR": core.LogicalOrOp,
+}.items():
+    lowering(_name)(_compare(_class))
+
+lowering("LOGICAL_NOT")(_unary(core.LogicalNotOp))
+
+
+@lowering("SELECT", "SELECT_V2")
+def select(op, b):
+    # SELECT_V2 broadcasts numpy-style; SELECT's rank-1 condition picks rows.
+    cond, then, other = b.x(op, 0), b.x(op, 1), b.x(op, 2)
+    rank_c, rank_t = b.rank(cond), b.rank(then)
+    if op.operator == "SELECT" and rank_c == 1 and rank_t and rank_t > 1:
+        cond = b(core.UnsqueezeOp, cond, b.ints(list(range(1, rank_t))))
+    return [b(core.SelectOp, cond, then, other)]

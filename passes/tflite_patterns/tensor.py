@@ -120,8 +120,10 @@ def strided_slice(op, b):
     numpy's indexing resolves begin/end/stride, the masks and the new/shrunk axes."""
     o = op.options()
     x = b.x(op, 0)
-    shape = b.shape(x)
     begin, end, strides = (b.static(op, i).reshape(-1).astype(np.int64) for i in (1, 2, 3))
+    if isinstance(x.type, TensorType) and any(d < 0 for d in x.type.get_shape()):
+        return [_dynamic_strided_slice(op, b, x, begin, end, strides)]
+    shape = b.shape(x)
     if o["ellipsis_mask"]:
         raise b.fail("ellipsis_mask is not supported")
     index = []
@@ -141,6 +143,20 @@ def strided_slice(op, b):
     flat = b.reshape(x, [-1])
     picked = _take(b, flat, 0, positions.reshape(-1))
     return [b.reshape(picked, out_shape)]
+
+
+def _dynamic_strided_slice(op, b, x, begin, end, strides):
+    """A dynamic dim (the batch): one core.StridedSlice, whose type keeps the dim `?`."""
+    o = op.options()
+    if o.get("offset"):
+        end = np.where(
+            np.asarray([_bits(o["end_mask"], i) for i in range(end.size)]), end, begin + end
+        )
+    masks = {
+        name: [int(_bits(o[name], i)) for i in range(begin.size)]
+        for name in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
+    }
+    return b(ctf.StridedSliceOp, x, b.ints(begin), b.ints(end), b.ints(strides), **masks)
 
 
 def _pad(op, b, fill):
@@ -209,3 +225,64 @@ def space_to_batch(op, b):
 @lowering("BATCH_TO_SPACE_ND")
 def batch_to_space(op, b):
     return [b(ctf.BatchToSpaceOp, b.x(op, 0), *_block_arguments(op, b))]
+
+
+@lowering("TILE")
+def tile(op, b):
+    return [b(core.TileOp, b.x(op, 0), b.raw(op, 1))]
+
+
+@lowering("BROADCAST_TO")
+def broadcast_to(op, b):
+    return [b(core.BroadcastOp, b.x(op, 0), b.raw(op, 1), mode="numpy")]
+
+
+@lowering("SLICE")
+def slice_(op, b):
+    begin = b.static(op, 1).astype(np.int64).reshape(-1)
+    size = b.static(op, 2).astype(np.int64).reshape(-1)
+    end = np.where(size < 0, 0, begin + size)
+    return [
+        b(
+            ctf.StridedSliceOp,
+            b.x(op, 0),
+            b.ints(begin),
+            b.ints(end),
+            b.ints([1] * begin.size),
+            begin_mask=[0] * begin.size,
+            end_mask=[int(s < 0) for s in size],
+        )
+    ]
+
+
+_SEGMENT_REDUCTIONS = {
+    "UNSORTED_SEGMENT_PROD": (core.ReduceProdOp, lambda dtype: 1),
+    "UNSORTED_SEGMENT_SUM": (core.ReduceSumOp, lambda dtype: 0),
+    "UNSORTED_SEGMENT_MAX": (core.ReduceMaxOp, lambda dtype: _limits(dtype).min),
+    "UNSORTED_SEGMENT_MIN": (core.ReduceMinOp, lambda dtype: _limits(dtype).max),
+}
+
+
+def _limits(dtype):
+    return np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+
+
+@lowering(*_SEGMENT_REDUCTIONS)
+def unsorted_segment(op, b):
+    """out[s, ...] = reduce over j with ids[j] == s of data[j, ...], the reduction's identity
+    (LiteRT's: 1, 0, lowest, highest) for an empty segment: a [segments, n] mask of
+    `ids == s` selects data or the identity, reduced over n. Ids of the data's leading dim;
+    ids outside [0, segments) fall in no segment."""
+    reduce, identity = _SEGMENT_REDUCTIONS[op.operator]
+    data, ids = b.x(op, 0), b.x(op, 1)
+    segments = int(b.static(op, 2).reshape(-1)[0])
+    if b.rank(ids) != 1:
+        raise b.fail("needs 1-D segment ids")
+    rank = b.ranked(data)
+    wanted = b.const(np.arange(segments, dtype=b.dtype(ids)).reshape(-1, 1))
+    mask = b(core.EqualOp, b(core.UnsqueezeOp, ids, b.ints([0])), wanted)  # [segments, n]
+    if rank > 1:
+        mask = b(core.UnsqueezeOp, mask, b.ints(list(range(2, rank + 1))))
+    rows = b(core.UnsqueezeOp, data, b.ints([0]))  # [1, n, ...]
+    fill = b.const(np.asarray(identity(b.dtype(data)), b.dtype(data)))
+    return [b(reduce, b(core.SelectOp, mask, rows, fill), b.ints([1]), keep_dims=False)]

@@ -147,3 +147,77 @@ def test_resize_with_both_flags_is_refused(tmp_path):
         module.f(image(1, 0))
     with pytest.raises(MlconvError, match="ResizeBilinear.*align_corners and half_pixel_centers"):
         mlconv.compile(folder, quiet=True)
+
+
+# --------------------------------------------------------------------------- TFLite builtins (item 2)
+
+TFLITE_BUILTINS = {
+    "RESIZE_BILINEAR",
+    "RESIZE_NEAREST_NEIGHBOR",
+    "TILE",
+    "BROADCAST_TO",
+    "LESS",
+    "SELECT_V2",
+    "SLICE",
+    "UNSORTED_SEGMENT_PROD",
+}
+
+
+@tf.function(input_signature=[tf.TensorSpec([None, *IMAGE], tf.float32)])
+def tflite_builtins(x):
+    resize = tf.compat.v1.image
+    ids = [0, 2, 1, 0, 2, 4, 1, 0]  # segment 3 is empty: its product is 1
+    return {
+        "bilinear_half": resize.resize_bilinear(x, [9, 13], half_pixel_centers=True),
+        "bilinear_corners": resize.resize_bilinear(x, [4, 5], align_corners=True),
+        "bilinear_asym": resize.resize_bilinear(x, [4, 11]),
+        "nearest_half": resize.resize_nearest_neighbor(x, [9, 13], half_pixel_centers=True),
+        "nearest_corners": resize.resize_nearest_neighbor(x, [4, 5], align_corners=True),
+        "tile": tf.tile(x[:, :2], [1, 2, 1, 1]),
+        "broadcast_to": tf.broadcast_to(
+            tf.reduce_mean(x, axis=[1, 2], keepdims=True), tf.shape(x)
+        ),
+        "select": tf.where(tf.less(x, 0.3), x * 2.0, -x),
+        "slice": tf.slice(x, [0, 1, 2, 0], [-1, 3, 4, 2]),
+        "segment_prod": tf.math.unsorted_segment_prod(
+            tf.transpose(x[0], [1, 0, 2]), ids, num_segments=5
+        ),
+    }
+
+
+@pytest.fixture(scope="session")
+def builtins_tflite(tmp_path_factory):
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [tflite_builtins.get_concrete_function()]
+    )
+    path = tmp_path_factory.mktemp("tf_ops_tflite") / "builtins.tflite"
+    path.write_bytes(converter.convert())
+    return path
+
+
+def litert(path, x) -> list[np.ndarray]:
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path))
+    index = interpreter.get_input_details()[0]["index"]
+    interpreter.resize_tensor_input(index, x.shape)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(index, x)
+    interpreter.invoke()
+    return [interpreter.get_tensor(o["index"]) for o in interpreter.get_output_details()]
+
+
+def test_tflite_builtins_match_litert_at_two_batch_sizes(builtins_tflite):
+    pytest.importorskip("ai_edge_litert.interpreter")
+    from mlconv.frontends.tflite_importer import import_tflite
+
+    operators = {getattr(op, "operator", None) for op in import_tflite(builtins_tflite).walk()}
+    assert TFLITE_BUILTINS <= operators, sorted(TFLITE_BUILTINS - operators)
+    run = mlconv.compile(str(builtins_tflite), quiet=True)
+    first, moved = litert(builtins_tflite, image(2, 1)), litert(builtins_tflite, image(2, 2))
+    for k, (a, b) in enumerate(zip(first, moved, strict=True)):
+        sensitivity.assert_input_sensitive(a, b, rtol=RTOL, what=f"output {k}")
+    for batch in BATCHES:
+        x = image(batch, 5 + batch)
+        expected = litert(builtins_tflite, x)
+        assert_matches(run(x), expected, [f"output {k}" for k in range(len(expected))])

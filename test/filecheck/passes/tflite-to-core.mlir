@@ -96,3 +96,21 @@ func.func @main(%x: tensor<?x2x2x8xf32>) -> tensor<?x4xf32> {
   %p = "tflite.PAD"(%y, %pads) {version = 1 : i32} : (tensor<?x4xf32>, tensor<2x2xi32>) -> tensor<?x?xf32>
   func.return %y : tensor<?x4xf32>
 }
+
+// -----
+
+// RESIZE_NEAREST_NEIGHBOR with align_corners: Interpolate over NHWC height and width, sizes
+// given, TF's align_corners coordinates rounded half up; UNSORTED_SEGMENT_PROD: a mask of
+// `ids == segment` selects the data or 1, multiplied over the data's rows.
+// CHECK-LABEL: func.func @main
+// CHECK:         "core.Interpolate"(%{{.*}}, %{{.*}}, %{{.*}}) {{.*}}mode = "nearest", shape_calculation_mode = "sizes", coordinate_transformation_mode = "align_corners", nearest_mode = "round_prefer_ceil"{{.*}} -> tensor<1x3x5x2xf32>
+// CHECK:         %[[MASK:.*]] = "core.Equal"(%{{.*}}, %{{.*}}) : (tensor<1x4xi32>, tensor<3x1xi32>) -> tensor<3x4xi1>
+// CHECK:         %[[PICK:.*]] = "core.Select"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<3x4x1xi1>, tensor<1x4x2xf32>, tensor<f32>) -> tensor<3x4x2xf32>
+// CHECK:         "core.ReduceProd"(%[[PICK]], %{{.*}}) {keep_dims = false} : {{.*}} -> tensor<3x2xf32>
+func.func @main(%x: tensor<1x2x3x2xf32>, %d: tensor<4x2xf32>, %ids: tensor<4xi32>) -> (tensor<1x3x5x2xf32>, tensor<3x2xf32>) {
+  %size = "tflite.CONST"() {value = dense<[3, 5]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %y = "tflite.RESIZE_NEAREST_NEIGHBOR"(%x, %size) {align_corners = true, half_pixel_centers = false, version = 1 : i32} : (tensor<1x2x3x2xf32>, tensor<2xi32>) -> tensor<1x3x5x2xf32>
+  %n = "tflite.CONST"() {value = dense<3> : tensor<i32>} : () -> tensor<i32>
+  %p = "tflite.UNSORTED_SEGMENT_PROD"(%d, %ids, %n) {version = 1 : i32} : (tensor<4x2xf32>, tensor<4xi32>, tensor<i32>) -> tensor<3x2xf32>
+  func.return %y, %p : tensor<1x3x5x2xf32>, tensor<3x2xf32>
+}
