@@ -83,6 +83,26 @@ class PaddedDim:
     mask: int | None  # input index of the mask (padded along its last axis)
 
 
+def parse_pad_options(specs: list[str]) -> dict[str, PadTo]:
+    """mlconv-run's `--pad` values, `DIM=B1,B2,...[:mask=NAME][:side=left|right]` each
+    (DIM an ONNX dim name or `<input glob>:<axis>`), as `pad_dims`."""
+    pads: dict[str, PadTo] = {}
+    for spec in specs:
+        key, sep, rest = spec.partition("=")
+        buckets_text, *fields = rest.split(":")
+        try:
+            buckets = tuple(int(b) for b in buckets_text.split(",") if b.strip())
+        except ValueError:
+            buckets = ()
+        options = dict(field.partition("=")[::2] for field in fields)
+        if not sep or not key or not buckets or set(options) - {"mask", "side"}:
+            raise OptionError(
+                f"bad --pad '{spec}' (expected DIM=B1,B2,...[:mask=NAME][:side=left|right])"
+            )
+        pads[key] = PadTo(buckets, options.get("mask") or None, options.get("side", "right"))
+    return pads
+
+
 def default_pad_dims(input_names: list[str]) -> dict[str, PadTo]:
     """Padding for the inputs optimum and transformers' ONNX exporters write for a decoder with
     a KV cache: the past length of `past_key_values.*` (axis 2) to `DEFAULT_BUCKETS`, on the

@@ -86,6 +86,12 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
     parser.add_argument("--port", type=int, default=8500, help="with --serve: port (0: any)")
     parser.add_argument(
+        "--pad", action="append", default=[], metavar="DIM=B1,B2,...[:mask=NAME][:side=left]",
+        help="serve a dynamic dim (an ONNX dim name or INPUT:AXIS) from a few compiled sizes: "
+        "padded to the next bucket with zeros, the mask input widened, outputs sliced back, "
+        "padding checked exact on the first call (mlconv.compile's pad_dims; repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
         "--input-shapes",
         action="append",
         default=[],
@@ -340,6 +346,10 @@ def _run(argv: list[str] | None) -> int:
             options["backend"] = args.backend
         if args.allow_custom:
             options["allow_custom"] = True
+        if args.pad:
+            from mlconv.backends.padding import parse_pad_options
+
+            options["pad_dims"] = parse_pad_options(args.pad)
         try:
             compiled = mlconv.compile(model, device=args.device, **options)
         except MlconvError as error:

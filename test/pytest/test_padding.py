@@ -7,6 +7,7 @@ with the reason. Compilations are mlconv's own count (`run.compilations`)."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -174,3 +175,48 @@ def test_segmentation_batch_buckets_and_image_padding_refused():
 def test_static_axis_is_an_option_error():
     with pytest.raises(OptionError, match="axis 1 of input 'x' is static"):
         mlconv.compile(_segmentation_net(), quiet=True, pad_dims={"x:1": mlconv.PadTo()})
+
+
+def _cli(*args):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "MLCONV_DEBUG"}
+    executable = Path(sys.executable).parent / "mlconv-run"
+    return subprocess.run(
+        [str(executable), *map(str, args)], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+def test_mlconv_run_pad(tmp_path):
+    relu = _model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n"])],
+    )
+    mean = _model(
+        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    onnx.save(relu, tmp_path / "relu.onnx")
+    onnx.save(mean, tmp_path / "mean.onnx")
+    x = np.arange(5, dtype=np.float32)[None] - 2
+    np.savez(tmp_path / "in.npz", x=x)
+    out = tmp_path / "out.npz"
+    result = _cli(tmp_path / "relu.onnx", "--inputs", tmp_path / "in.npz", "--outputs", out,
+                  "--pad", "n=8,16")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(out)["y"], np.maximum(x, 0))
+    for pad, reason in (("n=8:side=middle", "side must be"), ("n", "bad --pad 'n'")):
+        result = _cli(tmp_path / "relu.onnx", "--inputs", tmp_path / "in.npz", "--outputs",
+                      tmp_path / "bad.npz", "--pad", pad)  # fmt: skip
+        assert result.returncode == 1 and reason in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    result = _cli(tmp_path / "mean.onnx", "--inputs", tmp_path / "in.npz", "--outputs",
+                  tmp_path / "bad.npz", "--pad", "n=8")  # fmt: skip
+    assert result.returncode == 1 and "padding n is not exact" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "bad.npz").exists()
