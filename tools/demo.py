@@ -168,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         f"  mlconv-view {path} --overlay-errors      (Model Explorer, per-layer errors as colours)"
     )
     if importlib.util.find_spec("model_explorer") is None:
-        print("    (the viewer is the `view` extra: pip install -e '.[view]' in this checkout)")
+        python = os.path.relpath(sys.executable)
+        python = sys.executable if python.startswith("..") else python
+        print(f"    (needs the `view` extra: {python} -m pip install 'mlconv[view]')")
     print(f"  mlconv-run {path} --compare-with-source --per-layer --json")
     return 0 if report.ok and comparison.ok else 1
 
