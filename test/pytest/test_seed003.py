@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -250,10 +251,11 @@ def check_served(model: Path, out: Path, tolerance: float) -> None:
 # --- the examples -------------------------------------------------------------------------------
 
 
-def test_converter_image_example(tpu_func_model, tmp_path):
+@pytest.fixture(scope="session")
+def converter_image(tpu_func_model, tmp_path_factory):
     """The seed's converter-image example, through mlconv-convert with the seed's flag
-    spellings: tpu_func placed, batched with the seed's options, any number of rows."""
-    out = tmp_path / "converted"
+    spellings; returns the output folder and the tool's stderr."""
+    out = tmp_path_factory.mktemp("image") / "converted"
     command = [
         sys.executable,
         "-m",
@@ -264,12 +266,51 @@ def test_converter_image_example(tpu_func_model, tmp_path):
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "Symbolic dimensions: b" in result.stderr
+    return out, result.stderr
+
+
+def test_converter_image_example(tpu_func_model, converter_image):
+    """tpu_func placed, batched with the seed's options, any number of rows."""
+    out, stderr = converter_image
+    assert "Symbolic dimensions: b" in stderr
     manifest = mlconv.load(out).manifest
     assert manifest["symbolic_dims"]["symbols"] == {"b": [{"input": "x", "axis": 0}]}
     assert manifest["symbolic_dims"]["constraints"] == ["b >= 1"]
     assert manifest["batches"][0]["options"]["allowed_batch_sizes"] == [2, 4, 8]
     check_served(tpu_func_model, out, 2e-2)
+
+
+def test_concurrent_callers_get_their_own_rows(converter_image):
+    """bench/batching.py's correctness part, small: 16 callers, 120 requests of 1..8 rows to
+    the seed's batched artifact; each answer is its request's rows alone (bfloat16 roundings
+    aside, which depend on the batch a row ran in); a full queue is retried."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mlconv.backends.batcher import QueueFullError
+
+    out, _ = converter_image
+    rng = np.random.default_rng(11)
+    requests = [
+        rng.standard_normal((int(k), 10)).astype(np.float32) for k in rng.integers(1, 9, 120)
+    ]
+    with mlconv.load(out) as model:
+        alone = [model.loaded(x)[0] for x in requests]
+
+        def call(x):
+            while True:
+                try:
+                    return model(x)[0]
+                except QueueFullError:
+                    time.sleep(0.005)
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            answers = list(pool.map(call, requests))
+        stats = model.stats
+    scale = max(np.abs(a).max() for a in alone)
+    for x, got, want in zip(requests, answers, alone, strict=True):
+        assert got.shape == (len(x), 6)
+        assert np.abs(got - want).max() <= 1e-2 * scale
+    assert sum(v for k, v in stats.items() if k.startswith("batches@")) < len(requests)
 
 
 def test_toy_model_func_on_tpu(toy_model, tmp_path):
@@ -365,7 +406,6 @@ def test_a_dim_that_is_not_linear_in_the_batch_is_one_line(tmp_path):
 def dynamic_batch_cnn():
     """A small CNN with a dynamic batch `N` (convolution, depthwise, pooling, Gemm), random
     weights."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -443,7 +483,9 @@ def test_dynamic_batch_onnx_cnn_compiles_once_per_shape(tmp_path):
         logger.setLevel(level)
     assert len(compiled) == 3, compiled
     assert loaded._calls["tpu_function_0"].compilations == 3  # noqa: SLF001
-    served = tf.saved_model.load(str(tmp_path / "out" / "saved_model")).signatures["serving_default"]
+    served = tf.saved_model.load(str(tmp_path / "out" / "saved_model")).signatures[
+        "serving_default"
+    ]
     for rows in (1, 3, 16):
         x = rng.standard_normal((rows, 3, 16, 16)).astype(np.float32)
         (want,) = session.run(None, {"x": x})
