@@ -28,7 +28,13 @@ from mlconv.passes.tf_patterns.signal import COMPLEX_OPS
 
 
 def tf_ops(module: ModuleOp) -> list[tf_dialect.TFOp]:
-    return [op for op in module.walk() if isinstance(op, tf_dialect.TFOp | tf_dialect.YieldOp)]
+    """The TF ops, those inside a control-flow op's regions before the op (so its pattern
+    moves regions of core ops)."""
+    return [
+        op
+        for op in module.walk(region_first=True)
+        if isinstance(op, tf_dialect.TFOp | tf_dialect.YieldOp)
+    ]
 
 
 def unsupported(module: ModuleOp) -> driver.Missing:

@@ -115,11 +115,11 @@ class OpsModule(tf.Module):
 def ops_model(tmp_path_factory):
     module = OpsModule()
     folder = save(module, tmp_path_factory.mktemp("tf_ops") / "ops", module.tpu_func)
-    return folder, module.tpu_func
+    return folder, module.tpu_func, module  # the method holds its module weakly
 
 
 def test_ops_match_tensorflow_at_two_batch_sizes(ops_model):
-    folder, fn = ops_model
+    folder, fn, _ = ops_model
     run = mlconv.compile(folder, quiet=True)
     names, first = reference(fn, image(2, 1))
     _, moved = reference(fn, image(2, 2))
@@ -174,9 +174,7 @@ def tflite_builtins(x):
         "nearest_half": resize.resize_nearest_neighbor(x, [9, 13], half_pixel_centers=True),
         "nearest_corners": resize.resize_nearest_neighbor(x, [4, 5], align_corners=True),
         "tile": tf.tile(x[:, :2], [1, 2, 1, 1]),
-        "broadcast_to": tf.broadcast_to(
-            tf.reduce_mean(x, axis=[1, 2], keepdims=True), tf.shape(x)
-        ),
+        "broadcast_to": tf.broadcast_to(tf.reduce_mean(x, axis=[1, 2], keepdims=True), tf.shape(x)),
         "select": tf.where(tf.less(x, 0.3), x * 2.0, -x),
         "slice": tf.slice(x, [0, 1, 2, 0], [-1, 3, 4, 2]),
         "segment_prod": tf.math.unsorted_segment_prod(
@@ -221,3 +219,49 @@ def test_tflite_builtins_match_litert_at_two_batch_sizes(builtins_tflite):
         x = image(batch, 5 + batch)
         expected = litert(builtins_tflite, x)
         assert_matches(run(x), expected, [f"output {k}" for k in range(len(expected))])
+
+
+# --------------------------------------------------------------------------- control flow (item 3)
+
+
+class ControlFlow(tf.Module):
+    """tf.cond (StatelessIf) choosing between branches by a data-dependent predicate, and a
+    tf.while_loop (StatelessWhile) whose trip count depends on the data too."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(0)
+        self.w = tf.constant(rng.standard_normal((4, 4)).astype(np.float32) * 0.5)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+    def tpu_func(self, x):
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.nn.relu(x @ self.w), lambda: tf.tanh(x) - 1.0)
+
+        def body(i, h):
+            return i + 1, tf.tanh(h @ self.w + x) * 1.5
+
+        steps, h = tf.while_loop(
+            lambda i, h: tf.logical_and(i < 6, tf.reduce_max(h) < 1.2), body, (tf.constant(0), x)
+        )
+        return {"cond": y, "loop": h, "steps": tf.cast(steps, tf.float32) * tf.ones([1])}
+
+
+@pytest.fixture(scope="session")
+def control_model(tmp_path_factory):
+    module = ControlFlow()
+    folder = save(module, tmp_path_factory.mktemp("tf_control") / "control", module.tpu_func)
+    return folder, module.tpu_func, module  # the method holds its module weakly
+
+
+def test_if_and_while_match_tensorflow(control_model):
+    """Both branches of the If and different trip counts of the While, at two batch sizes."""
+    folder, fn, _ = control_model
+    run = mlconv.compile(folder, quiet=True)
+    rng = np.random.default_rng(7)
+    positive = np.abs(rng.standard_normal((2, 4))).astype(np.float32)
+    negative = -np.abs(rng.standard_normal((3, 4))).astype(np.float32) * 0.2
+    names, first = reference(fn, positive)
+    _, second = reference(fn, negative)
+    assert first[names.index("steps")][0] != second[names.index("steps")][0]
+    for x, expected in ((positive, first), (negative, second)):
+        assert_matches(run(x), expected, names)

@@ -107,3 +107,62 @@ func.func @rfft_abs(%x: tensor<3x8xf32>) -> tensor<3x5xf32> {
   %a = "tf.ComplexAbs"(%s) : (tensor<3x5xcomplex<f32>>) -> tensor<3x5xf32>
   func.return %a : tensor<3x5xf32>
 }
+
+// -----
+
+// A While is a Loop without a trip count: the cond function once on the initial values before
+// the loop, and again on the body's results at the end of each iteration.
+// CHECK-LABEL: func.func @while_loop
+// CHECK-SAME:    (%[[X:.*]]: tensor<2xf32>)
+// CHECK:         %[[ZERO:.*]] = core.Constant {value = dense<0> : tensor<i32>}
+// CHECK:         %[[FIRST:.*]] = "core.Less"(%[[ZERO]], %{{.*}})
+// CHECK:         %[[TRIP:.*]] = core.Constant {value = dense<9223372036854775807> : tensor<i64>}
+// CHECK-NEXT:    %{{.*}}, %[[Y:.*]] = "core.Loop"(%[[TRIP]], %[[FIRST]], %[[ZERO]], %[[X]])
+// CHECK-NEXT:    ^bb0(%{{.*}}: tensor<i64>, %{{.*}}: tensor<i1>, %[[A:.*]]: tensor<i32>, %[[B:.*]]: tensor<2xf32>):
+// CHECK:           %[[A1:.*]] = "core.Add"(%[[A]], %{{.*}})
+// CHECK-NEXT:      %[[B1:.*]] = "core.Tanh"(%[[B]])
+// CHECK:           %[[AGAIN:.*]] = "core.Less"(%[[A1]], %{{.*}})
+// CHECK-NEXT:      core.Yield %[[AGAIN]], %[[A1]], %[[B1]]
+// CHECK:         {max_iterations = -1 : i64}
+// CHECK:         func.return %[[Y]]
+func.func @while_loop(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %zero = "tf.Const"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+  %i, %y = "tf.StatelessWhile"(%zero, %x) ({
+  ^bb0(%a: tensor<i32>, %b: tensor<2xf32>):
+    %n = "tf.Const"() {value = dense<3> : tensor<i32>} : () -> tensor<i32>
+    %c = "tf.Less"(%a, %n) : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    "tf.Yield"(%c) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%a: tensor<i32>, %b: tensor<2xf32>):
+    %one = "tf.Const"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>
+    %a1 = "tf.AddV2"(%a, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    %b1 = "tf.Tanh"(%b) : (tensor<2xf32>) -> tensor<2xf32>
+    "tf.Yield"(%a1, %b1) : (tensor<i32>, tensor<2xf32>) -> ()
+  }) : (tensor<i32>, tensor<2xf32>) -> (tensor<i32>, tensor<2xf32>)
+  func.return %y : tensor<2xf32>
+}
+
+// -----
+
+// A StatelessIf is a core.If: the branches take the inputs as captured block arguments.
+// CHECK-LABEL: func.func @if_else
+// CHECK-SAME:    (%[[C:.*]]: tensor<i1>, %[[X:.*]]: tensor<2xf32>)
+// CHECK:         %[[R:.*]] = "core.If"(%[[C]], %[[X]]) ({
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: tensor<2xf32>):
+// CHECK-NEXT:      %[[N:.*]] = "core.Negative"(%[[A]])
+// CHECK-NEXT:      core.Yield %[[N]]
+// CHECK:         }, {
+// CHECK-NEXT:    ^bb0(%[[B:.*]]: tensor<2xf32>):
+// CHECK-NEXT:      core.Yield %[[B]]
+// CHECK:         func.return %[[R]]
+func.func @if_else(%c: tensor<i1>, %x: tensor<2xf32>) -> tensor<2xf32> {
+  %r = "tf.StatelessIf"(%c, %x) ({
+  ^bb0(%a: tensor<2xf32>):
+    %n = "tf.Neg"(%a) : (tensor<2xf32>) -> tensor<2xf32>
+    "tf.Yield"(%n) : (tensor<2xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<2xf32>):
+    "tf.Yield"(%a) : (tensor<2xf32>) -> ()
+  }) : (tensor<i1>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
