@@ -234,7 +234,9 @@ def compile(  # noqa: A001 - the API the design names
 def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool | None):
     """`specialized` wrapped to pad `pad_dims` (None: `padding.default_pad_dims`), or as it
     is where nothing is padded."""
-    from mlconv.backends.padding import PaddedModule, default_pad_dims, resolve
+    from mlconv.backends import compile_cache
+    from mlconv.backends.jax_backend import pick_device
+    from mlconv.backends.padding import PaddedModule, default_pad_dims, record_path, resolve
 
     if pad_dims is False:
         return specialized
@@ -248,9 +250,10 @@ def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool
     dim_names = None
     if any(not key.rpartition(":")[2].lstrip("-").isdigit() for key in dims):
         dim_names = onnx_dim_names(model)
-    return PaddedModule(
-        specialized, resolve(dims, specialized.input_names, shapes, dim_names), explicit
-    )
+    resolved = resolve(dims, specialized.input_names, shapes, dim_names)
+    directory = compile_cache.directory(pick_device(specialized.device).platform)
+    record = record_path(directory, model, resolved) if directory is not None else None
+    return PaddedModule(specialized, resolved, explicit, record)
 
 
 def onnx_dim_names(model: Any) -> dict[str, list[str | None]]:

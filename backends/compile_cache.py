@@ -113,6 +113,15 @@ def ensure(platform_name: str = "cpu") -> None:
         configure(None, platform_name)
 
 
+def directory(platform_name: str = "cpu") -> Path | None:
+    """The cache directory compilations use now (after `ensure`); None when the cache is off."""
+    import jax
+
+    ensure(platform_name)
+    current = jax.config.jax_compilation_cache_dir
+    return Path(current) if current else None
+
+
 def entries(directory: str | os.PathLike) -> int:
     """How many executables the cache directory holds."""
     return sum(1 for path in Path(directory).glob("*-cache") if path.is_file())

@@ -19,7 +19,10 @@ inputs unpadded through the reference interpreter (interpreters/) and padded thr
 compiled program and compares (`RTOL`, `ATOL`); it learns from the two which output axes
 grew with the padding (they are sliced on every later call), and every bucket's first call
 also runs with the padded positions filled with random values instead of zeros, which must not
-change the outputs. Where padding is not exact, `pad_dims` given explicitly raises
+change the outputs. The first check's verdict (the output cuts) is kept in the persistent
+compilation cache's folder (`record_path`: keyed by the model's bytes, the padding and mlconv's
+version), so a later process skips the interpreter and runs the random-fill checks only.
+Where padding is not exact, `pad_dims` given explicitly raises
 `BackendError` with the one-line reason; the default (`default_pad_dims`: the input names
 optimum and transformers' exporters write, `past_key_values.*` and `attention_mask`) falls
 back to compiling every shape, with a warning.
@@ -28,9 +31,13 @@ back to compiling every shape, with a warning.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
+import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -185,13 +192,18 @@ class PaddedModule:
     """Callable like SpecializingModule (which it wraps): pads `dims` to their buckets, runs,
     slices back. `compilations` and `cached` are the wrapped module's."""
 
-    def __init__(self, inner: Any, dims: list[PaddedDim], explicit: bool):
+    def __init__(
+        self, inner: Any, dims: list[PaddedDim], explicit: bool, record: Path | None = None
+    ):
         self.inner, self.dims, self.explicit = inner, dims, explicit
         self.input_names, self.output_names = inner.input_names, inner.output_names
         self.input_specs = inner.input_specs
         self.cuts: list[list[int | None]] | None = None  # per output axis: the dim it grew by
         self.unpadded: str | None = None  # why padding was given up (default pad_dims only)
         self._checked: set[Any] = set()  # padded shapes whose random-fill check passed
+        self.record = record
+        if record is not None:
+            self.cuts = _read_record(record, len(self.output_names), len(dims))
 
     @property
     def compilations(self) -> int:
@@ -272,6 +284,8 @@ class PaddedModule:
                 return outputs
             self.cuts = self._learn(outputs, reference, deltas)
             self._compare(self._sliced(outputs, deltas), reference, "unpadded")
+            if self.record is not None:
+                _write_record(self.record, self.cuts)
         rng = np.random.default_rng(0)
 
         def noise(shape, array):
@@ -330,3 +344,50 @@ class PaddedModule:
                     f"padding {names} is not exact for this model: output '{name}' differs "
                     f"from the {against} run by {error:.3g}"
                 )
+
+
+def record_path(directory: Path, source: Any, dims: list[PaddedDim]) -> Path | None:
+    """Where the verdict on padding `dims` of the model `source` (an ONNX file or ModelProto)
+    is kept in the compilation cache `directory`: keyed by the model's bytes, the padding and
+    mlconv's version. None for another source."""
+    digest = hashlib.sha256()
+    if isinstance(source, str | os.PathLike) and Path(source).is_file():
+        with open(source, "rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    elif hasattr(source, "SerializeToString"):
+        digest.update(source.SerializeToString())
+    else:
+        return None
+    from mlconv import __version__
+
+    digest.update(repr((__version__, dims)).encode())
+    return directory / "padding" / f"{digest.hexdigest()}.json"
+
+
+def _read_record(path: Path, outputs: int, dims: int) -> list[list[int | None]] | None:
+    """The output cuts a previous process verified, or None (none, or not of this shape)."""
+    try:
+        cuts = json.loads(path.read_text())["cuts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    valid = (
+        isinstance(cuts, list)
+        and len(cuts) == outputs
+        and all(
+            isinstance(row, list)
+            and all(c is None or (isinstance(c, int) and 0 <= c < dims) for c in row)
+            for row in cuts
+        )
+    )
+    return cuts if valid else None
+
+
+def _write_record(path: Path, cuts: list[list[int | None]]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"cuts": cuts}))
+        os.replace(temporary, path)
+    except OSError:
+        pass  # an unwritable cache: verify again next time

@@ -220,3 +220,24 @@ def test_mlconv_run_pad(tmp_path):
     assert result.returncode == 1 and "padding n is not exact" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "bad.npz").exists()
+
+
+def test_verdict_is_recorded_in_the_compilation_cache(tmp_path, monkeypatch):
+    from mlconv.backends import compile_cache
+    from mlconv.interpreters import common
+
+    model = _segmentation_net()
+    x = np.random.default_rng(7).standard_normal((3, 3, 8, 8)).astype(np.float32)
+    pads = {"n": mlconv.PadTo(buckets=(4,))}
+    try:
+        run = mlconv.compile(model, quiet=True, pad_dims=pads, compilation_cache=tmp_path)
+        (want,) = run(x)
+        records = list(tmp_path.glob("*/padding/*.json"))
+        assert len(records) == 1
+        monkeypatch.setattr(common, "run_module", lambda *a: pytest.fail("verified again"))
+        again = mlconv.compile(model, quiet=True, pad_dims=pads)
+        np.testing.assert_array_equal(again(x)[0], want)
+        records[0].write_text('{"cuts": [[7]]}')  # not this model's: ignored, checked anew
+        assert mlconv.compile(model, quiet=True, pad_dims=pads).cuts is None
+    finally:
+        compile_cache.configure(False)
