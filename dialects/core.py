@@ -27,6 +27,7 @@ FAMILIES = (
     "core_image",
     "core_rnn",
     "core_vision",
+    "core_ml",
     "core_signal",
     "core_quant",
     "core_custom",

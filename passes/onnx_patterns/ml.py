@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import Float32Type, i64
 
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_indexing as ci
+from mlconv.dialects import core_ml as ml
 from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
@@ -597,3 +598,114 @@ def _binary_one_score(b, op, forest, leaves, base, labels, positive_weights):
     positive = b(ew.GreaterOp, b(ct.SqueezeOp, score, b.ints([1])), b.const(threshold))
     index = b(ct.ConvertOp, positive, destination_type=i64)
     return [_take(b, labels, index), scores]
+
+
+# --- support vector machines --------------------------------------------------------------------
+
+
+def _kernel(b, op, x, vectors):
+    """(N, S) kernel values of the samples against the support vectors."""
+    kind = _attr(op, "kernel_type", "LINEAR")
+    params = list(_attr(op, "kernel_params", [])) + [0.0, 0.0, 0.0]
+    gamma, coef0, degree = (np.float32(v) for v in params[:3])
+    if kind == "RBF":
+        squares = b(ct.ReduceSumOp, b(ew.MultiplyOp, x, x), b.ints([1]), keep_dims=True)
+        cross = b(nn.MatMulOp, x, b.const(vectors), transpose_b=True)
+        norms = b.const((vectors * vectors).sum(axis=1).astype(np.float32))
+        distance = b(ew.AddOp, b(ew.SubtractOp, squares, b(ew.AddOp, cross, cross)), norms)
+        distance = b(ew.MaximumOp, distance, b.const(np.float32(0)))
+        return b(ew.ExpOp, b(ew.MultiplyOp, distance, b.const(-gamma)))
+    dot = b(nn.MatMulOp, x, b.const(vectors), transpose_b=True)
+    if kind == "LINEAR":
+        return dot
+    scaled = b(ew.AddOp, b(ew.MultiplyOp, dot, b.const(gamma)), b.const(coef0))
+    if kind == "POLY":
+        return b(ew.PowerOp, scaled, b.const(degree))
+    if kind == "SIGMOID":
+        return b(ew.TanhOp, scaled)
+    raise b.fail(f"unknown kernel_type '{kind}'")
+
+
+def _support_vectors(b, op, x, count):
+    vectors = _array(op, "support_vectors", np.float32)
+    width = x.type.get_shape()[1]
+    if vectors is None or width < 0 or count <= 0 or vectors.size != count * width:
+        raise b.fail("needs support vectors matching a static feature width")
+    return vectors.reshape(count, width)
+
+
+@lowering(ML + "SVMRegressor")
+def svm_regressor(op, b):
+    x = _as_2d(b, _float_input(b, op.operands[0]))
+    count = int(_attr(op, "n_supports", 0))
+    coefficients = _array(op, "coefficients", np.float32)
+    rho = _array(op, "rho", np.float32, [0.0])
+    if count == 0:  # linear: the coefficients are the one weight vector
+        score = b(nn.MatMulOp, x, b.const(coefficients.reshape(-1, 1)))
+    else:
+        kernel = _kernel(b, op, x, _support_vectors(b, op, x, count))
+        score = b(nn.MatMulOp, kernel, b.const(coefficients.reshape(-1, 1)))
+    score = b(ew.AddOp, score, b.const(rho[:1]))
+    if int(_attr(op, "one_class", 0)):
+        positive = b(ew.GreaterOp, score, b.const(np.float32(0)))
+        score = b(ct.SelectOp, positive, b.const(np.float32(1)), b.const(np.float32(-1)))
+    return [_post_transform(b, op, score)]
+
+
+@lowering(ML + "SVMClassifier")
+def svm_classifier(op, b):
+    labels = _labels(b, op)
+    per_class = _array(op, "vectors_per_class", np.int64)
+    if per_class is None or not per_class.size:
+        raise b.fail("linear SVMClassifier (no support vectors) is not supported")
+    classes = len(per_class)
+    if classes != len(labels) or classes < 2:
+        raise b.fail("needs one vectors_per_class entry per class label")
+    x = _as_2d(b, _float_input(b, op.operands[0]))
+    count = int(per_class.sum())
+    kernel = _kernel(b, op, x, _support_vectors(b, op, x, count))
+    coefficients = _array(op, "coefficients", np.float32).reshape(-1, count)
+    starts = np.concatenate([[0], np.cumsum(per_class)[:-1]])
+    pairs = [(i, j) for i in range(classes) for j in range(i + 1, classes)]
+    dual = np.zeros((len(pairs), count), np.float32)
+    winner = np.zeros((len(pairs), classes), np.float32)
+    loser = np.zeros((len(pairs), classes), np.float32)
+    for p, (i, j) in enumerate(pairs):
+        si, sj = starts[i], starts[j]
+        dual[p, si : si + per_class[i]] = coefficients[j - 1, si : si + per_class[i]]
+        dual[p, sj : sj + per_class[j]] = coefficients[i, sj : sj + per_class[j]]
+        winner[p, i] = loser[p, j] = 1
+    rho = _array(op, "rho", np.float32)
+    decision = b(nn.MatMulOp, kernel, b.const(dual), transpose_b=True)
+    decision = b(ew.AddOp, decision, b.const(rho))  # (N, pairs): > 0 votes for i
+    wins = b(ct.ConvertOp, b(ew.GreaterOp, decision, b.const(np.float32(0))), destination_type=F32)
+    votes = b(
+        ew.AddOp,
+        b(nn.MatMulOp, wins, b.const(winner)),
+        b(nn.MatMulOp, b(ew.SubtractOp, b.const(np.float32(1)), wins), b.const(loser)),
+    )
+    label = _take(b, labels, _argmax(b, votes))
+    prob_a = _array(op, "prob_a", np.float32)
+    if prob_a is None or not prob_a.size:
+        scores = decision
+        if len(pairs) == 1:
+            scores = b(ct.ConcatOp, [b(ew.NegativeOp, decision), decision], axis=1)
+        return [label, _post_transform(b, op, scores)]
+    prob_b = _array(op, "prob_b", np.float32)
+    # Platt: P(i | i or j) = 1 - sigmoid(decision * A + B), within [1e-7, 1 - 1e-7]
+    platt = b(ew.AddOp, b(ew.MultiplyOp, decision, b.const(prob_a)), b.const(prob_b))
+    pairwise = b(ew.SubtractOp, b.const(np.float32(1)), b(ew.SigmoidOp, platt))
+    pairwise = b(ew.ClampOp, pairwise, min=1e-7, max=1 - 1e-7)
+    upper = np.zeros((len(pairs), classes * classes), np.float32)
+    lower = np.zeros((len(pairs), classes * classes), np.float32)
+    for p, (i, j) in enumerate(pairs):
+        upper[p, i * classes + j] = 1
+        lower[p, j * classes + i] = 1
+    matrix = b(
+        ew.AddOp,
+        b(nn.MatMulOp, pairwise, b.const(upper)),
+        b(nn.MatMulOp, b(ew.SubtractOp, b.const(np.float32(1)), pairwise), b.const(lower)),
+    )
+    matrix = b(ct.ReshapeOp, matrix, b.ints([0, classes, classes]), special_zero=True)
+    probabilities = b(ml.PairwiseCouplingOp, matrix)
+    return [label, _post_transform(b, op, probabilities)]

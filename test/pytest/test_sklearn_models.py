@@ -28,6 +28,7 @@ from sklearn.ensemble import (  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
+from sklearn.svm import SVC, SVR  # noqa: E402
 
 import mlconv  # noqa: E402
 
@@ -54,6 +55,7 @@ def _pipeline(name):
             n_estimators=6, max_depth=3, random_state=0
         ),
         "kmeans": KMeans(3, n_init=2, random_state=0),
+        "svc": make_pipeline(StandardScaler(), SVC(probability=True, random_state=0)),
         "column_onehot": make_pipeline(
             ColumnTransformer(scaled + onehot), LogisticRegression(max_iter=500)
         ),
@@ -87,7 +89,7 @@ def _inputs(x, batch, seed):
 
 
 @pytest.mark.parametrize(
-    "name", ["logistic", "random_forest", "gradient_boosting", "column_onehot"]
+    "name", ["logistic", "random_forest", "gradient_boosting", "column_onehot", "svc"]
 )
 def test_classifier_matches_sklearn(converted, name):
     model, compiled, x = converted(name)
@@ -134,3 +136,41 @@ def test_random_forest_regressor_matches_sklearn():
         features = x[np.random.default_rng(seed).choice(len(x), batch, replace=False)] + 0.01
         (got,) = compiled(features)
         np.testing.assert_allclose(got.reshape(-1), model.predict(features), rtol=1e-4, atol=1e-3)
+
+
+def test_binary_classifiers_match_sklearn():
+    """Two classes: skl2onnx writes one score per sample (the positive class's) for forests,
+    boosting and logistic regression, and one decision value for the SVC."""
+    x, y = make_classification(160, 6, n_informative=4, random_state=1)
+    x = x.astype(np.float32)
+    models = [
+        LogisticRegression(max_iter=500),
+        RandomForestClassifier(n_estimators=4, max_depth=4, random_state=0),
+        GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0),
+        SVC(probability=True, random_state=0),
+    ]
+    for model in models:
+        model.fit(x, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            proto = to_onnx(model, x[:1], options={id(model): {"zipmap": False}})
+        compiled = mlconv.compile(proto)
+        for seed, batch in enumerate(BATCHES):
+            features = x[np.random.default_rng(seed).choice(len(x), batch, replace=False)]
+            label, probabilities = compiled(features)
+            name = type(model).__name__
+            np.testing.assert_array_equal(label, model.predict(features), err_msg=name)
+            np.testing.assert_allclose(
+                probabilities, model.predict_proba(features), atol=1e-4, err_msg=name
+            )
+
+
+def test_svr_matches_sklearn():
+    x, y = make_regression(120, 5, noise=0.1, random_state=0)
+    x = x.astype(np.float32)
+    model = SVR(C=10.0).fit(x, y / 50)
+    compiled = mlconv.compile(to_onnx(model, x[:1]))
+    for seed, batch in enumerate(BATCHES):
+        features = x[np.random.default_rng(seed).choice(len(x), batch, replace=False)] + 0.05
+        (got,) = compiled(features)
+        np.testing.assert_allclose(got.reshape(-1), model.predict(features), rtol=1e-4, atol=1e-4)

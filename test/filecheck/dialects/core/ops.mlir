@@ -165,3 +165,14 @@ func.func @roi_ops(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x4xf32>, %idx: tensor
   %p = "core.ROIPooling"(%x, %rois5) {pooled_h = 3 : i64, pooled_w = 2 : i64, spatial_scale = 1.0 : f64, method = "max"} : (tensor<1x3x8x8xf32>, tensor<4x5xf32>) -> tensor<4x3x3x2xf32>
   func.return %a, %p : tensor<4x3x2x2xf32>, tensor<4x3x3x2xf32>
 }
+
+// -----
+
+// libsvm's pairwise coupling (SVM classifiers with probabilities).
+
+// CHECK-LABEL: func.func @pairwise_coupling
+// CHECK:         "core.PairwiseCoupling"(%{{.*}}) : (tensor<?x3x3xf32>) -> tensor<?x3xf32>
+func.func @pairwise_coupling(%r: tensor<?x3x3xf32>) -> tensor<?x3xf32> {
+  %p = "core.PairwiseCoupling"(%r) : (tensor<?x3x3xf32>) -> tensor<?x3xf32>
+  func.return %p : tensor<?x3xf32>
+}
