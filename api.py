@@ -146,6 +146,7 @@ def compile(  # noqa: A001 - the API the design names
     allow_custom: bool = False,
     compilation_cache: bool | str | os.PathLike | None = None,
     pad_dims: Mapping[str, Any] | bool | None = None,
+    allow_tensorflow: bool = False,
     **frontend_options: Any,
 ):
     """A callable running `model` on `device` ("cpu", "gpu", "tpu"; JAX's default if None):
@@ -172,7 +173,8 @@ def compile(  # noqa: A001 - the API the design names
     `pad_dims` ({dim: mlconv.PadTo(buckets, mask, side)}) serves dynamic dims from a few
     compiled shapes, padding verified exact on the first call (`backends/padding.py`); by
     default a decoder with optimum's input names (`past_key_values.*`, `attention_mask`) pads
-    its past length; `pad_dims=False`: never pad."""
+    its past length; `pad_dims=False`: never pad.
+    `allow_tensorflow` goes with an mlconv-convert artifact, as for `load`."""
     from mlconv.backends.artifact import is_artifact, load_artifact
     from mlconv.backends.backend_choice import (
         BackendChoice,
@@ -197,7 +199,9 @@ def compile(  # noqa: A001 - the API the design names
             raise OptionError(
                 "an mlconv-convert artifact is already converted: it takes no options"
             )
-        return load_artifact(model, device)
+        return load_artifact(model, device, allow_tensorflow=allow_tensorflow)
+    if allow_tensorflow:
+        raise OptionError("allow_tensorflow goes with an mlconv-convert artifact folder")
     backend = resolve_backend(backend, device)
     module = load_model(model, **frontend_options)
     if check_numerics:
@@ -295,12 +299,17 @@ def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -
         raise NumericsDivergence(report.message(), where)
 
 
-def load(path: str | os.PathLike, device: str | None = None):
+def load(path: str | os.PathLike, device: str | None = None, *, allow_tensorflow: bool = False):
     """An artifact folder written by `mlconv-convert` as a callable on `device` (cpu, gpu,
     tpu): numpy arrays in, list of numpy arrays out (its TPU functions); `.signatures[name]`
     runs a signature whole, host part included, outputs as a dict by name. Needs neither the
     source model nor TensorFlow (unless a signature's host part holds ops only TensorFlow
-    runs: the manifest's `signatures` records which)."""
+    runs: the manifest's `signatures` records which; such a signature runs only with
+    `allow_tensorflow=True`, as it executes the artifact's own TensorFlow graph).
+
+    The folder is data (docs/artifact.md): its manifest is validated, every file checked
+    against its recorded SHA-256 and every export's custom calls against an allow-list before
+    anything runs; a bad artifact is a one-line `mlconv.errors.BackendError`."""
     from mlconv.backends.artifact import load_artifact
 
-    return load_artifact(path, device)
+    return load_artifact(path, device, allow_tensorflow=allow_tensorflow)

@@ -26,7 +26,14 @@ parsing, no source model, and no TensorFlow unless a signature's host part holds
 TensorFlow runs.
 
 The folder is written under a temporary name beside OUTDIR and renamed into place when
-complete, so a failed conversion leaves nothing half-written.
+complete, so a failed conversion leaves nothing half-written. The manifest's `files` records
+the SHA-256 of every file written.
+
+Loading treats the folder as data (docs/artifact.md): the manifest is validated against a
+schema, every file is read from inside OUTDIR and checked against its recorded SHA-256
+(backends/artifact_manifest.py), every export's custom-call targets are checked before it
+compiles (backends/export_check.py), and a host part kept in TensorFlow runs only from the
+artifact's own files and only with `allow_tensorflow=True`.
 """
 
 from __future__ import annotations
@@ -43,13 +50,20 @@ from typing import Any
 
 import numpy as np
 
+from mlconv.backends.artifact_manifest import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    ArtifactFiles,
+    read_manifest,
+    record_files,
+)
+from mlconv.backends.export_check import deserialize_checked
 from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.backends.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output
 
-FORMAT = "mlconv-artifact"
-FORMAT_VERSION = 1
 PLATFORMS = ("cpu", "cuda", "tpu")
 """Every exported function is lowered for all three, so one artifact serves any of them."""
 
@@ -229,7 +243,8 @@ def save_artifact(
                 placement={_function_name([k], 0): v for k, v in (placement or {}).items()},
                 batched=dict(batched),
             )
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        manifest["files"] = record_files(staging)
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         os.chmod(staging, 0o755)
         if target.exists():
             shutil.rmtree(target)
@@ -242,7 +257,8 @@ def save_artifact(
 
 def _function_name(names: Sequence[str], index: int) -> str:
     name = names[index] if index < len(names) and names[index] else f"tpu_function_{index}"
-    return "".join(c if c.isalnum() or c in "_-." else "_" for c in name)
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in name)
+    return "_" + name[:199] if name.startswith(".") else name[:200]  # a plain file name
 
 
 def _reference(values: dict[Any, dict[str, Any]], value: Any, user: Any) -> dict[str, Any]:
@@ -304,25 +320,21 @@ def region_specs(region: Any) -> list[Any]:
 class LoadedArtifact:
     """An artifact folder as a callable; `manifest` is what it records."""
 
-    def __init__(self, outdir: str | os.PathLike, device: str | None = None):
-        from jax import export
-
+    def __init__(
+        self,
+        outdir: str | os.PathLike,
+        device: str | None = None,
+        *,
+        allow_tensorflow: bool = False,
+    ):
         from mlconv.backends.jax_backend import pick_device
 
         folder = Path(outdir)
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text())
-        except FileNotFoundError:
-            raise BackendError(f"{folder}: not an mlconv artifact (no manifest.json)") from None
-        except (OSError, ValueError) as error:
-            raise BackendError(f"{folder}/manifest.json: cannot read: {error}") from None
-        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
-            raise BackendError(
-                f"{folder}: artifact format {manifest.get('format')!r} version "
-                f"{manifest.get('version')!r} is not {FORMAT!r} version {FORMAT_VERSION}"
-            )
+        manifest = read_manifest(folder)
         self.manifest = manifest
         self.folder = folder
+        self.files = ArtifactFiles(folder, manifest)
+        self.allow_tensorflow = allow_tensorflow
         self.device = pick_device(device)
         self.input_names = [entry["name"] for entry in manifest["inputs"]]
         self.output_names = [entry["name"] for entry in manifest["outputs"]]
@@ -339,17 +351,17 @@ class LoadedArtifact:
         mesh_spec = MeshSpec.from_json(manifest.get("sharding"))
         mesh = mesh_spec.mesh() if mesh_spec is not None else None
         for entry in manifest["functions"]:
-            path = folder / "tpu" / f"{entry['name']}.jaxexport"
-            try:
-                exp = export.deserialize(bytearray(path.read_bytes()))
-            except OSError as error:
-                raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+            relative = f"tpu/{entry['name']}.jaxexport"
+            exp = deserialize_checked(self.files.read(relative), str(folder / relative))
             self._functions[entry["name"]] = exp
             self._calls[entry["name"]] = _callable(exp, mesh)
             if entry.get("weights"):  # placed on the mesh once, passed on every call
-                path = folder / "tpu" / f"{entry['name']}.weights"
+                relative = f"tpu/{entry['name']}.weights"
+                weights = read_weights(
+                    folder / relative, entry["weights"], self.files.read(relative)
+                )
                 self._calls[entry["name"]] = WeightBoundCall(
-                    self._calls[entry["name"]], exp, mesh, read_weights(path, entry["weights"])
+                    self._calls[entry["name"]], exp, mesh, weights
                 )
 
     @functools.cached_property
@@ -357,7 +369,7 @@ class LoadedArtifact:
         """Each signature run whole, host part included (backends/host_part.py)."""
         from mlconv.backends.host_part import load_signatures
 
-        return load_signatures(self, self.folder)
+        return load_signatures(self, self.files, self.allow_tensorflow)
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         arrays = bind_inputs(self.input_specs, args, named)
@@ -414,20 +426,27 @@ def _callable(exp: Any, mesh: Any) -> Any:
 
 
 def is_artifact(path: str | os.PathLike) -> bool:
+    """A folder holding a manifest.json: loaded as an artifact, so that a broken manifest is
+    reported as such (never as a SavedModel folder it is not)."""
     with contextlib.suppress(OSError, ValueError):
-        manifest = json.loads((Path(path) / "manifest.json").read_text())
-        return manifest.get("format") == FORMAT
+        return (Path(path) / MANIFEST).exists()
     return False
 
 
-def load_artifact(outdir: str | os.PathLike, device: str | None = None) -> LoadedArtifact:
-    """`mlconv.load(OUTDIR)`: the artifact's model as a callable on `device`."""
-    loaded = LoadedArtifact(outdir, device)
+def load_artifact(
+    outdir: str | os.PathLike, device: str | None = None, *, allow_tensorflow: bool = False
+) -> LoadedArtifact:
+    """`mlconv.load(OUTDIR)`: the artifact's model as a callable on `device`. A signature
+    whose host part runs in TensorFlow runs only with `allow_tensorflow` (it executes the
+    artifact's own TensorFlow graph)."""
+    loaded = LoadedArtifact(outdir, device, allow_tensorflow=allow_tensorflow)
     if loaded.manifest.get("batches"):
         from mlconv.backends.batcher import BatchingModel
         from mlconv.backends.host_part import BatchedCalls, load_signatures
 
-        model = BatchingModel(loaded, outdir)
-        model.signatures = load_signatures(BatchedCalls(model, loaded), Path(outdir))
+        model = BatchingModel(loaded, loaded.files)
+        model.signatures = load_signatures(
+            BatchedCalls(model, loaded), loaded.files, allow_tensorflow
+        )
         return model
     return loaded

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +37,15 @@ from mlconv.errors import BackendError, InputError
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
 """TensorFlow's BatchFunction default, used where the options leave it 0."""
 
+# Upper bounds of BatchOptions, checked where options are parsed (tools/converter_options.py)
+# and where an artifact's manifest is read (backends/artifact_manifest.py): each thread is an
+# OS thread, each allowed batch size one executable compiled at load and a padded batch of that
+# many rows in memory.
+MAX_BATCH_THREADS = 256
+MAX_BATCH_SIZE = 65536
+MAX_BATCH_TIMEOUT_MICROS = 60_000_000
+MAX_ENQUEUED_BATCHES = 100_000
+
 
 LARGEST_REQUEST = 1 << 16
 """The most rows one request to the SavedModel form's BatchFunction may hold (it is split into
@@ -46,6 +54,11 @@ batches of at most max_batch_size rows)."""
 
 class QueueFullError(BackendError):
     """A request was refused because `max_enqueued_batches` batches already wait."""
+
+
+class RequestTooLargeError(InputError):
+    """A request needs more batches than `max_enqueued_batches` could ever hold: unlike a full
+    queue, retrying can never succeed."""
 
 
 # --------------------------------------------------------------------------- options
@@ -158,6 +171,12 @@ class Batcher:
         if rows == 0:
             raise InputError(f"{self.name}: a request needs at least one row (0th dimension 0)")
         config = self.config
+        if rows > config.max_batch_size * config.max_enqueued_batches:
+            raise RequestTooLargeError(
+                f"{self.name}: request of {rows} rows needs more than max_enqueued_batches "
+                f"{config.max_enqueued_batches} batches of max_batch_size "
+                f"{config.max_batch_size}; send it in parts"
+            )
         if config.disable_large_batch_splitting and rows > config.max_batch_size:
             raise InputError(
                 f"{self.name}: request of {rows} rows is larger than max_batch_size "
@@ -476,8 +495,8 @@ class BatchingModel:
     """An artifact with batch ops as a thread-safe callable: requests of any number of rows,
     batched with other callers' by one `Batcher` per batch op. `close()` stops the threads."""
 
-    def __init__(self, loaded: Any, folder: str | Path):
-        from jax import export
+    def __init__(self, loaded: Any, files: Any):
+        from mlconv.backends.export_check import deserialize_checked
 
         self.loaded = loaded
         self.manifest = loaded.manifest
@@ -489,11 +508,8 @@ class BatchingModel:
         self._group: dict[str, dict] = {}
         self._any_shape: list[Any] | None = None
         for entry in self.manifest["batches"]:
-            path = Path(folder) / "tpu" / f"{entry['name']}.batched.jaxexport"
-            try:
-                exported = export.deserialize(bytearray(path.read_bytes()))
-            except OSError as error:
-                raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+            relative = f"tpu/{entry['name']}.batched.jaxexport"
+            exported = deserialize_checked(files.read(relative), str(files.folder / relative))
             config = BatchConfig.from_json(entry["options"])
             signature = InputSignature(
                 tuple(self._input_label(ref) for ref in entry["inputs"]),

@@ -17,6 +17,10 @@ The manifest's `signatures` maps each signature name to how it runs:
   jax), and its results are fed back as the Placeholders that replaced the call's outputs.
   Where even that split fails (`graph_error`), the signature runs whole from
   OUTDIR/saved_model, its TPU functions there the same StableHLO as XlaCallModule ops.
+  Either way TensorFlow executes a graph the artifact holds, so such a signature runs only
+  when the caller allows it (`mlconv.load(OUTDIR, allow_tensorflow=True)`,
+  `mlconv-run OUTDIR --allow-tensorflow`), and only from the artifact's own files, each
+  checked against its SHA-256 (the manifest cannot name another SavedModel or GraphDef).
 
 An artifact without `signatures` (ONNX, TFLite: placed whole) has one, `serving_default`,
 running the whole model. `"bfloat16": true` on a signature (bfloat16 scope ALL) records that
@@ -27,11 +31,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mlconv.backends.artifact_manifest import ArtifactFiles
+from mlconv.backends.export_check import deserialize_checked
 from mlconv.backends.inputs import InputSpec, bind_inputs
 from mlconv.errors import BackendError
 
@@ -99,9 +104,18 @@ class Signature:
     """One signature of the artifact as a callable: inputs by name (or positionally, in
     `input_names` order), a dict of outputs by name, as TensorFlow's signatures."""
 
-    def __init__(self, artifact: Any, folder: Path, name: str, entry: Mapping[str, Any]):
+    def __init__(
+        self,
+        artifact: Any,
+        files: ArtifactFiles,
+        name: str,
+        entry: Mapping[str, Any],
+        allow_tensorflow: bool = False,
+    ):
         self.artifact = artifact
-        self.folder = folder
+        self.files = files
+        self.folder = files.folder
+        self.allow_tensorflow = allow_tensorflow
         self.name = name
         self.entry = entry
         self.runtime = entry["runtime"]
@@ -111,18 +125,16 @@ class Signature:
         self._stages: dict[str, Any] = {}
         self._tf_function: Any = None
         if self.runtime == "jax":
-            from jax import export
-
             for step in entry["steps"]:
                 if "host" in step:
-                    path = folder / "host" / f"{step['host']}.jaxexport"
-                    try:
-                        data = bytearray(path.read_bytes())
-                    except OSError as error:
-                        raise BackendError(f"{path}: cannot read: {error.strerror}") from None
-                    self._stages[step["host"]] = export.deserialize(data)
+                    relative = f"host/{step['host']}.jaxexport"
+                    self._stages[step["host"]] = deserialize_checked(
+                        files.read(relative), str(self.folder / relative)
+                    )
         elif self.runtime != "tensorflow":
-            raise BackendError(f"{folder}: signature '{name}': unknown runtime {self.runtime!r}")
+            raise BackendError(
+                f"{self.folder}: signature '{name}': unknown runtime {self.runtime!r}"
+            )
 
     def __call__(self, *args: Any, **named: Any) -> dict[str, np.ndarray]:
         arrays = bind_inputs(self.input_specs, args, named)
@@ -151,19 +163,28 @@ class Signature:
         """The signature's host part in TensorFlow: from its frozen GraphDef, each TPU call's
         inputs computed by TensorFlow, the call run by mlconv's TPU function (StableHLO), its
         results fed back; else (no GraphDef) the whole signature from OUTDIR/saved_model."""
-        tf = self._tensorflow()
+        if not self.allow_tensorflow:
+            raise BackendError(
+                f"{self.folder}: signature '{self.name}' runs its host part in TensorFlow "
+                f"({self.entry.get('reason', 'host-only ops')}), which executes the artifact's "
+                "own TensorFlow graph: allow it with mlconv.load(..., allow_tensorflow=True) "
+                "or mlconv-run --allow-tensorflow"
+            )
         if "graph" not in self.entry:
             if self._tf_function is None:
-                loaded = tf.saved_model.load(str(self.folder / self.entry["saved_model"]))
+                folder = self.files.check_tree("saved_model")  # the artifact's own, unchanged
+                tf = self._tensorflow()
+                loaded = tf.saved_model.load(str(folder))
                 self._tf_function = (loaded, loaded.signatures[self.name])
             outputs = self._tf_function[1](
                 **{n: tf.constant(a) for n, a in zip(self.input_names, arrays, strict=True)}
             )
             return {name: outputs[name].numpy() for name in self.output_names}
         recipe = self.entry
+        tf = self._tensorflow()
         if self._tf_function is None:
             graph_def = tf.compat.v1.GraphDef()
-            graph_def.ParseFromString((self.folder / "host" / recipe["graph"]).read_bytes())
+            graph_def.ParseFromString(self.files.read(f"host/{recipe['graph']}"))
             wrapped = tf.compat.v1.wrap_function(
                 lambda: tf.graph_util.import_graph_def(graph_def, name=""), []
             )
@@ -228,9 +249,14 @@ class BatchedCalls:
         return self.loaded.call_function(name, args)
 
 
-def load_signatures(artifact: Any, folder: Path) -> dict[str, Signature]:
+def load_signatures(
+    artifact: Any, files: ArtifactFiles, allow_tensorflow: bool = False
+) -> dict[str, Signature]:
     """Each signature of the artifact; `artifact` runs the TPU calls (`call_function`)."""
     recorded = artifact.manifest.get("signatures") or {
         SERVING: whole_model_signature(artifact.manifest)
     }
-    return {name: Signature(artifact, folder, name, entry) for name, entry in recorded.items()}
+    return {
+        name: Signature(artifact, files, name, entry, allow_tensorflow)
+        for name, entry in recorded.items()
+    }

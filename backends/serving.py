@@ -1,19 +1,33 @@
 """`mlconv-run OUTDIR --serve`: an artifact behind a local HTTP endpoint, its batcher shared by
-every connection (one thread per connection; backends/batcher.py forms the batches).
+every connection (backends/batcher.py forms the batches).
 
     mlconv-run converted/ --serve --port 8500          # 127.0.0.1 unless --host
     curl -s localhost:8500/v1/model
     curl -s -d '{"inputs": {"x": [[0.1, 0.2, ...]]}}' localhost:8500/v1/predict
 
 - `GET /v1/model`: JSON `{"inputs": [{"name", "dtype", "shape"}], "outputs": [names],
-  "batches": [{"name", "component", "options"}]}` (the manifest's; the 0th dimension of a
-  batched input takes any number of rows).
+  "batches": [{"name", "component", "options"}], "limits": {...}}` (the manifest's; the 0th
+  dimension of a batched input takes any number of rows).
 - `POST /v1/predict`: a JSON body `{"inputs": {NAME: nested lists}}` answers
   `{"outputs": {NAME: nested lists}}`; a body of `Content-Type: application/x-npz` (an .npz of
   the inputs by name, `np.savez`) answers an .npz of the outputs by name.
-- Errors answer `{"error": "one line"}`: 400 for a bad request (the seed's shape messages
-  among them), 503 when the batch queue is full (`max_enqueued_batches`; retry later), 500
-  otherwise. SIGINT/SIGTERM stop the server after the requests in flight.
+- Errors answer `{"error": "one line"}`: 400 for a malformed request, 413 for one too large,
+  422 for one the model cannot take (wrong names, shapes, or values its dtypes cannot hold
+  exactly: backends/http_request.py), 503 only when the batch queue or the connection pool is
+  full (retry later), 500 otherwise. Nothing is printed on stderr for a bad request.
+  SIGINT/SIGTERM stop the server after the requests in flight.
+
+The server is bounded (`ServerLimits`, `mlconv-run --serve --max-body-bytes ...`):
+- a request body is at most `max_body_bytes` (default a few times the largest valid request,
+  at least 1 MiB: `RequestLimits.for_model`), checked from Content-Length before reading;
+- each socket read waits at most `read_timeout` seconds (10), and a whole request (headers
+  and body) must arrive within `request_timeout` seconds (30), so slow or short bodies close;
+- at most `max_connections` connections (64) are served at once, each by a thread of a
+  fixed pool; one more is answered 503 at once and closed.
+It is the standard library's `http.server` (`ThreadingHTTPServer`'s request handling) with a
+bounded thread pool in place of its thread per connection: the work per request is the
+batcher's, which already runs on its own threads, so an ASGI server's event loop would add a
+dependency without serving more requests; what was missing were the bounds, added here.
 
 The line `mlconv-run: serving OUTDIR at http://HOST:PORT` on stderr says it is ready (with
 `--port 0`, the port the system chose).
@@ -21,26 +35,45 @@ The line `mlconv-run: serving OUTDIR at http://HOST:PORT` on stderr says it is r
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import signal
 import socket
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import numpy as np
 
-from mlconv.backends.batcher import QueueFullError
+from mlconv.backends.batcher import QueueFullError, RequestTooLargeError
+from mlconv.backends.http_request import (
+    NPZ,
+    RequestError,
+    RequestLimits,
+    content_length,
+    parse_body,
+)
+from mlconv.backends.inputs import InputSpec
 from mlconv.errors import InputError, MlconvError
 
-NPZ = "application/x-npz"
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """The server's bounds (see the module's docstring)."""
+
+    read_timeout: float = 10.0
+    request_timeout: float = 30.0
+    max_connections: int = 64
 
 
-def describe(model: Any) -> dict[str, Any]:
+def describe(model: Any, limits: RequestLimits | None = None) -> dict[str, Any]:
     manifest = model.manifest
-    return {
+    described = {
         "inputs": manifest["inputs"],
         "outputs": [entry["name"] for entry in manifest["outputs"]],
         "batches": [
@@ -48,21 +81,56 @@ def describe(model: Any) -> dict[str, Any]:
             for b in manifest.get("batches", [])
         ],
     }
+    if limits is not None:
+        described["limits"] = asdict(limits)
+    return described
 
 
-def make_handler(model: Any) -> type[BaseHTTPRequestHandler]:
-    specs = {entry["name"]: entry for entry in model.manifest["inputs"]}
+def _specs(model: Any) -> list[InputSpec]:
+    return [
+        InputSpec(e["name"], None if e["dtype"] is None else np.dtype(e["dtype"]), None)
+        for e in model.manifest["inputs"]
+    ]
+
+
+def make_handler(
+    model: Any, limits: RequestLimits | None = None, server_limits: ServerLimits | None = None
+) -> type[BaseHTTPRequestHandler]:
+    limits = limits or RequestLimits.for_model(model.manifest)
+    server_limits = server_limits or ServerLimits()
+    specs = _specs(model)  # shapes are checked by the model's own call (InputError: 422)
+    described = json.dumps(describe(model, limits)).encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = server_limits.read_timeout  # each socket read (StreamRequestHandler.setup)
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
             pass  # one line per request would drown the ready line; errors answer the caller
+
+        def send_error(self, code: int, message: str | None = None, explain: Any = None) -> None:
+            # http.server's own refusals (bad request line, headers too long): JSON, one line
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self._json(code, {"error": message or self.responses.get(code, ("",))[0]})
+
+        def handle_one_request(self) -> None:
+            # the whole request (request line, headers, body) within request_timeout: the
+            # server's watchdog shuts the socket down if it has not arrived by then
+            self.server.watch(self.connection, server_limits.request_timeout)
+            try:
+                super().handle_one_request()
+            except OSError:  # the client went away or the watchdog closed the socket
+                self.close_connection = True
+            finally:
+                self.server.unwatch(self.connection)
 
         def _send(self, status: int, body: bytes, kind: str) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(body)
 
@@ -71,33 +139,40 @@ def make_handler(model: Any) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             if self.path.rstrip("/") == "/v1/model":
-                self._json(200, describe(model))
+                self._send(200, described, "application/json")
             else:
-                self._json(404, {"error": f"no such endpoint {self.path} (GET /v1/model)"})
+                self._json(404, {"error": f"no such endpoint {self.path[:200]} (GET /v1/model)"})
 
         def do_POST(self) -> None:  # noqa: N802
             if self.path.rstrip("/") != "/v1/predict":
-                self._json(404, {"error": f"no such endpoint {self.path} (POST /v1/predict)"})
+                self.close_connection = True  # its body is not read
+                self._json(404, {"error": f"no such endpoint {self.path[:200]} (POST /v1/predict)"})
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length)
-            as_npz = (self.headers.get("Content-Type") or "").startswith(NPZ)
             try:
-                inputs = self._parse(body, as_npz)
-                outputs = model(**inputs)
-            except QueueFullError as error:
-                self._json(503, {"error": str(error)})
+                body = self._body()
+                self.server.unwatch(self.connection)  # arrived; the model's time is its own
+                kind = self.headers.get("Content-Type") or ""
+                outputs = model(**parse_body(body, kind, specs, limits))
+            except RequestError as error:
+                self._json(error.status, {"error": error.message})
                 return
-            except (InputError, ValueError, KeyError, TypeError) as error:
-                self._json(
-                    400, {"error": str(error).splitlines()[0] if str(error) else repr(error)}
-                )
+            except QueueFullError as error:
+                self._json(503, {"error": error.message})
+                return
+            except RequestTooLargeError as error:
+                self._json(413, {"error": error.message})
+                return
+            except InputError as error:
+                self._json(422, {"error": error.message.splitlines()[0]})
                 return
             except MlconvError as error:
-                self._json(500, {"error": str(error)})
+                self._json(500, {"error": error.message.splitlines()[0]})
+                return
+            except Exception as error:  # noqa: BLE001 - a bug: one line to the caller, no traceback
+                self._json(500, {"error": f"{type(error).__name__}: {str(error)[:200]}"})
                 return
             names = model.output_names
-            if as_npz:
+            if kind.split(";")[0].strip().lower() == NPZ:
                 buffer = io.BytesIO()
                 np.savez(buffer, **dict(zip(names, outputs, strict=True)))
                 self._send(200, buffer.getvalue(), NPZ)
@@ -106,38 +181,125 @@ def make_handler(model: Any) -> type[BaseHTTPRequestHandler]:
                     200, {"outputs": {n: o.tolist() for n, o in zip(names, outputs, strict=True)}}
                 )
 
-        def _parse(self, body: bytes, as_npz: bool) -> dict[str, np.ndarray]:
-            if as_npz:
-                with np.load(io.BytesIO(body)) as data:
-                    return {name: data[name] for name in data.files}
+        def _body(self) -> bytes:
+            """The body, Content-Length bytes of it, read within the timeouts."""
             try:
-                request = json.loads(body or b"{}")
-            except json.JSONDecodeError as error:
-                raise InputError(f"the body is not JSON: {error}") from None
-            if not isinstance(request, dict) or not isinstance(request.get("inputs"), dict):
-                raise InputError('the body must be {"inputs": {NAME: values}}')
-            arrays = {}
-            for name, value in request["inputs"].items():
-                dtype = specs.get(name, {}).get("dtype")
-                arrays[name] = np.asarray(value, dtype=dtype)
-            return arrays
+                length = content_length(self.headers, limits)
+            except RequestError:
+                self.close_connection = True  # the body (if any) is not read
+                raise
+            chunks, left = [], length
+            deadline = time.monotonic() + server_limits.request_timeout
+            while left > 0:
+                try:
+                    chunk = self.rfile.read1(min(left, 1 << 20))
+                except (TimeoutError, OSError):
+                    chunk = b""
+                if not chunk or time.monotonic() > deadline:
+                    self.close_connection = True
+                    raise RequestError(
+                        400,
+                        f"the body ended after {length - left} of its {length} bytes "
+                        "(Content-Length) or arrived too slowly",
+                    )
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
 
     return Handler
 
 
-class ServingHTTPServer(ThreadingHTTPServer):
-    """A thread per request, and a listen backlog as deep as the system allows: socketserver's
-    default of 5 made the kernel reset connections beyond it when 16 clients posted at once
-    (test_batching's burst, seen failing on a slow CI machine), which is what batching
-    serves."""
+class ServingHTTPServer(HTTPServer):
+    """http.server's HTTPServer with a bounded pool: `max_connections` threads serve the
+    connections; one more is answered 503 and closed at once (never a thread of its own).
+    The listen backlog is as deep as the system allows: socketserver's default of 5 made the
+    kernel reset connections when 16 clients posted at once (test_batching's burst)."""
 
     request_queue_size = socket.SOMAXCONN
     daemon_threads = True
 
+    def __init__(self, address: Any, handler: Any, limits: ServerLimits | None = None):
+        self.limits = limits or ServerLimits()
+        self._pool = ThreadPoolExecutor(self.limits.max_connections, "mlconv-serve")
+        self._slots = threading.BoundedSemaphore(self.limits.max_connections)
+        self._deadlines: dict[Any, float] = {}
+        self._lock = threading.Lock()
+        super().__init__(address, handler)
+        threading.Thread(target=self._watchdog, name="mlconv-serve-watchdog", daemon=True).start()
 
-def serve(model: Any, outdir: str, host: str = "127.0.0.1", port: int = 8500) -> int:
+    def watch(self, connection: Any, seconds: float) -> None:
+        with self._lock:
+            self._deadlines[connection] = time.monotonic() + seconds
+
+    def unwatch(self, connection: Any) -> None:
+        with self._lock:
+            self._deadlines.pop(connection, None)
+
+    def _watchdog(self) -> None:
+        """One thread for every connection: a request still arriving past its deadline has
+        its socket shut down (its handler's read then ends, and it closes)."""
+        while True:
+            time.sleep(0.2)
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, deadline in self._deadlines.items() if deadline < now]
+                for connection in late:
+                    del self._deadlines[connection]
+            for connection in late:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._refuse(request)
+            return
+        self._pool.submit(self._serve, request, client_address)
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - handle_error below: never a traceback on stderr
+            pass
+        finally:
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def _refuse(self, request: Any) -> None:
+        body = json.dumps(
+            {"error": f"all {self.limits.max_connections} connections are busy; retry later"}
+        ).encode()
+        head = (
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        with contextlib.suppress(OSError):
+            request.settimeout(1.0)
+            request.sendall(head + body)
+        self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # socketserver would print a traceback on stderr
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def serve(
+    model: Any,
+    outdir: str,
+    host: str = "127.0.0.1",
+    port: int = 8500,
+    *,
+    max_body_bytes: int | None = None,
+    server_limits: ServerLimits | None = None,
+) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status."""
-    server = ServingHTTPServer((host, port), make_handler(model))
+    limits = RequestLimits.for_model(model.manifest, max_body_bytes)
+    server_limits = server_limits or ServerLimits()
+    server = ServingHTTPServer(
+        (host, port), make_handler(model, limits, server_limits), server_limits
+    )
     stop = threading.Event()
 
     def shutdown(*_: Any) -> None:
@@ -148,6 +310,12 @@ def serve(model: Any, outdir: str, host: str = "127.0.0.1", port: int = 8500) ->
     signal.signal(signal.SIGINT, shutdown)
     signal.signal(signal.SIGTERM, shutdown)
     bound_host, bound_port = server.server_address[:2]
+    print(
+        f"mlconv-run: limits: body {limits.max_body_bytes} bytes, "
+        f"{server_limits.max_connections} connections, read timeout "
+        f"{server_limits.read_timeout:g} s, request timeout {server_limits.request_timeout:g} s",
+        file=sys.stderr,
+    )
     print(
         f"mlconv-run: serving {outdir} at http://{bound_host}:{bound_port}",
         file=sys.stderr,

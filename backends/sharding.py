@@ -251,13 +251,21 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     return ShardedExport(exported, arrays, [dims[op] for op in weights])
 
 
-def read_weights(path: Path, entries: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
-    """The weights `ShardedExport.payload` wrote to `path`, by their manifest entries; a
-    missing or short file is a one-line error."""
-    try:
-        payload = path.read_bytes()
-    except OSError as error:
-        raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+def read_weights(
+    path: Path, entries: Sequence[Mapping[str, Any]], payload: bytes | None = None
+) -> list[np.ndarray]:
+    """The weights `ShardedExport.payload` wrote to `path` (or `payload`, its bytes), by their
+    manifest entries; a missing or short file, or entries that disagree with it, a one-line
+    error."""
+    if payload is None:
+        try:
+            payload = path.read_bytes()
+        except OSError as error:
+            raise BackendError(f"{path}: cannot read: {error.strerror}") from None
+    for entry in entries:
+        dtype = np.dtype(entry["dtype"])
+        if entry["bytes"] != math.prod(entry["shape"]) * dtype.itemsize:
+            raise BackendError(f"{path}: a weight's byte count disagrees with its shape and dtype")
     end = max((e["offset"] + e["bytes"] for e in entries), default=0)
     if len(payload) != end:
         raise BackendError(f"{path}: holds {len(payload)} bytes; the manifest's weights need {end}")

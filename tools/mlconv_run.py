@@ -83,6 +83,11 @@ def make_parser() -> ToolArgumentParser:
         help="with an mlconv-convert artifact of a SavedModel: the signature to run whole, "
         "host part included (default: serving_default); '-': its TPU functions only",
     )  # fmt: skip
+    parser.add_argument(
+        "--allow-tensorflow", action="store_true",
+        help="with an mlconv-convert artifact: let a signature whose host part needs "
+        "TensorFlow run the artifact's own TensorFlow graph (off: refused)",
+    )  # fmt: skip
     parser.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
     parser.add_argument("--port", type=int, default=8500, help="with --serve: port (0: any)")
     parser.add_argument(
@@ -90,6 +95,19 @@ def make_parser() -> ToolArgumentParser:
         help="serve a dynamic dim (an ONNX dim name or INPUT:AXIS) from a few compiled sizes: "
         "padded to the next bucket with zeros, the mask input widened, outputs sliced back, "
         "padding checked exact on the first call (mlconv.compile's pad_dims; repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=None, metavar="N",
+        help="with --serve: the largest request body (default: a few times the largest valid "
+        "request, at least 1 MiB)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-connections", type=int, default=64, metavar="N",
+        help="with --serve: connections served at once (more are answered 503)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--read-timeout", type=float, default=10.0, metavar="SECONDS",
+        help="with --serve: the longest wait for one read from a client's socket",
     )  # fmt: skip
     parser.add_argument(
         "--input-shapes",
@@ -350,6 +368,8 @@ def _run(argv: list[str] | None) -> int:
             from mlconv.backends.padding import parse_pad_options
 
             options["pad_dims"] = parse_pad_options(args.pad)
+        if args.allow_tensorflow:
+            options["allow_tensorflow"] = True
         try:
             compiled = mlconv.compile(model, device=args.device, **options)
         except MlconvError as error:
@@ -452,11 +472,31 @@ def _module_names(module: Any, compiled: Any) -> tuple[list[str] | None, list[st
 def _serve(args: Any) -> int:
     """`--serve`: the artifact's model behind backends/serving.py's HTTP endpoint."""
     from mlconv.backends.artifact import is_artifact, load_artifact
-    from mlconv.backends.serving import serve
+    from mlconv.backends.serving import ServerLimits, serve
 
     if not is_artifact(args.model):
         raise OptionError(f"--serve: {args.model} is not an mlconv-convert artifact folder")
-    return serve(load_artifact(args.model, args.device), args.model, args.host, args.port)
+    try:
+        model = load_artifact(args.model, args.device, allow_tensorflow=args.allow_tensorflow)
+    except MlconvError as error:
+        raise ToolFailure([render(error, args.model)]) from None
+    if args.max_body_bytes is not None and args.max_body_bytes <= 0:
+        raise OptionError("--max-body-bytes must be positive")
+    if args.max_connections <= 0 or args.read_timeout <= 0:
+        raise OptionError("--max-connections and --read-timeout must be positive")
+    limits = ServerLimits(
+        read_timeout=args.read_timeout,
+        request_timeout=3 * args.read_timeout,
+        max_connections=args.max_connections,
+    )
+    return serve(
+        model,
+        args.model,
+        args.host,
+        args.port,
+        max_body_bytes=args.max_body_bytes,
+        server_limits=limits,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -170,7 +170,7 @@ def test_host_only_op_keeps_the_signature_in_tensorflow(saved_model, float32_art
     expected = reference(tf, folder, "strings", text=text)["logits"]
     moved = reference(tf, folder, "strings", text=np.char.mod("%.6f", other).astype(bytes))
     sensitivity.assert_input_sensitive(expected, moved["logits"], rtol=1e-5)
-    got = mlconv.load(out).signatures["strings"](text=text)["logits"]
+    got = mlconv.load(out, allow_tensorflow=True).signatures["strings"](text=text)["logits"]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 

@@ -523,7 +523,7 @@ def test_mlconv_run_serve_batches_http_requests(artifact):
         )
         with pytest.raises(urllib.error.HTTPError) as error:
             urllib.request.urlopen(bad, timeout=30)
-        assert error.value.code == 400
+        assert error.value.code == 422  # well-formed, a shape the model cannot take
         assert "Dimensions of inputs should match" in json.loads(error.value.read())["error"]
     finally:
         process.terminate()

@@ -443,7 +443,7 @@ def test_seed_example_options_text_end_to_end(tmp_path):
     expected = module.serve(x)["y"].numpy()
     sensitivity.assert_input_sensitive(expected, module.serve(other)["y"].numpy(), rtol=5e-3)
     served = serve_saved_model(tf, out / "saved_model", x=x)["y"]
-    loaded = mlconv.load(out)
+    loaded = mlconv.load(out, allow_tensorflow=True)
     try:
         (got,) = loaded(x)
         # the signature whole: its host part (`- 1`, any number of rows) kept in TensorFlow

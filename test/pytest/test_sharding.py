@@ -9,6 +9,7 @@ subprocess (as test_mlconv_convert's sharding test).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -228,6 +229,14 @@ def test_weights_as_arguments_round_trip_and_a_short_weights_file_is_one_line(tm
     weights = out / "tpu" / "tpu_function_0.weights"
     assert weights.stat().st_size == (16 * 27 + 24 * 144 + 240) * 4
     weights.write_bytes(weights.read_bytes()[:-4])
+    with pytest.raises(BackendError, match="tpu_function_0.weights: SHA-256 differs"):
+        load_artifact(out)
+    # the manifest's hash rewritten to match: the weights' own byte count still refuses it
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"]["tpu/tpu_function_0.weights"] = hashlib.sha256(
+        weights.read_bytes()
+    ).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(
         BackendError,
         match=r"tpu_function_0.weights: holds \d+ bytes; the manifest's weights need \d+",

@@ -1,0 +1,83 @@
+"""A serialized `jax.export` from an artifact, deserialized and checked before it can run.
+
+    exported = deserialize_checked(data, "OUTDIR/tpu/f.jaxexport")
+
+A `.jaxexport` is StableHLO; XLA runs whatever its `stablehlo.custom_call` ops name, and some
+targets take a pointer or an index from the program itself (`xla_ffi_python_cpu_callback`
+indexes a table of Python callbacks: a forged index crashed the process with SIGSEGV). So
+the module's text (`Exported.mlir_module()`) is walked for every custom-call target before
+anything compiles it, and only the targets mlconv's own exports hold are let through
+(`ALLOWED_TARGETS`: found by converting the test models, the sharded and the batched ones,
+and listing their targets). jax.export itself refuses to serialize host callbacks, so mlconv
+never writes one and no manifest can ask for one: every callback target is refused.
+A file that does not deserialize is a one-line error too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlconv.errors import BackendError
+
+ALLOWED_TARGETS = frozenset(
+    {
+        # sharding annotations of the sharded exports (backends/sharding.py)
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        # the checks jax.export writes for symbolic dimensions (the batched exports)
+        "shape_assertion",
+        "annotate_device_placement",
+    }
+)
+"""Custom-call targets an mlconv artifact may hold: each side-effect free and taking no
+pointer or index from the program."""
+
+_TARGET_PATTERNS = (
+    re.compile(r"custom_call\s*@([\w.$\-]+)"),
+    re.compile(r'custom_call\s*@"([^"]*)"'),
+    re.compile(r'call_target_name\s*=\s*"([^"]*)"'),
+)
+
+
+def custom_call_targets(text: str) -> set[str]:
+    """Every custom-call target in StableHLO/MHLO text, pretty or generic form."""
+    targets: set[str] = set()
+    for pattern in _TARGET_PATTERNS:
+        targets.update(pattern.findall(text))
+    if "custom_call" in text and not targets:
+        targets.add("<unnamed>")  # a form the patterns do not know: refused, not ignored
+    return targets
+
+
+def check_exported(exported: Any, where: str) -> None:
+    """Refuse an export whose module calls a custom-call target outside ALLOWED_TARGETS."""
+    try:
+        text = exported.mlir_module()
+    except Exception as error:  # noqa: BLE001 - MLIR bytecode errors of a bad file
+        raise BackendError(f"{where}: cannot read the exported module: {_line(error)}") from None
+    refused = sorted(custom_call_targets(text) - ALLOWED_TARGETS)
+    if refused:
+        raise BackendError(
+            f"{where}: calls custom-call target(s) {', '.join(refused)} that mlconv does not "
+            "write; refused before compiling"
+        )
+
+
+def deserialize_checked(data: bytes, where: str) -> Any:
+    """`jax.export.deserialize(data)`, its custom calls checked (one-line BackendError)."""
+    from jax import export
+
+    try:
+        exported = export.deserialize(bytearray(data))
+    except Exception as error:  # noqa: BLE001 - flatbuffer/struct errors of a bad file
+        raise BackendError(f"{where}: not a serialized jax.export: {_line(error)}") from None
+    check_exported(exported, where)
+    return exported
+
+
+def _line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
