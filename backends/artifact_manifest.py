@@ -89,7 +89,15 @@ SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "required": ["reshape", "shape"],
                     "additionalProperties": False,
-                    "properties": {"reshape": {"$ref": "#/$defs/ref"}, "shape": _SHAPE},
+                    "properties": {
+                        "reshape": {"$ref": "#/$defs/ref"},
+                        # -1: a symbolic dim (issue 27), inferred by the reshape
+                        "shape": {
+                            "type": "array",
+                            "maxItems": 64,
+                            "items": {"type": "integer", "minimum": -1, "maximum": 1 << 40},
+                        },
+                    },
                 },
             ]
         },
@@ -391,6 +399,8 @@ def _check_references(manifest: Mapping[str, Any], where: str) -> None:
 
     def check(ref: Mapping[str, Any], field: str, before: set[str] | None) -> None:
         while "reshape" in ref:
+            if ref["shape"].count(-1) > 1:
+                raise BackendError(f"{where}: field '{field}.shape': more than one -1")
             ref = ref["reshape"]
         if "input" in ref and ref["input"] >= inputs:
             raise BackendError(f"{where}: field '{field}': input {ref['input']} does not exist")
