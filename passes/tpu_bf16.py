@@ -246,4 +246,22 @@ class TpuBf16Pass(ModulePass):
             converter.convert(region)
 
 
-__all__ = ["TpuBf16Pass"]
+def check_filterlist(module: ModuleOp, filterlist: Sequence[str]) -> None:
+    """A filterlist entry that names no op of the TPU regions (by tpu op, with or without
+    `tpu.`, or by source node name) is a one-line OptionError: it would keep nothing float32,
+    silently (mlconv-convert's check; scope ALL's entries may name host ops instead)."""
+    names: set[str] = set()
+    for region in (r for r in module.walk() if isinstance(r, tpu.RegionOp)):
+        for op in region.body.walk():
+            names |= {op.name, op.name.removeprefix("tpu."), describe_location(op.location) or ""}
+    unmatched = [entry for entry in filterlist if entry not in names]
+    if unmatched:
+        raise OptionError(
+            "bfloat16_optimization_options.filterlist: "
+            + ", ".join(repr(e) for e in unmatched)
+            + " names no op of the TPU functions (name a tpu op such as 'exp', or a source "
+            "node's name)"
+        )
+
+
+__all__ = ["TpuBf16Pass", "check_filterlist"]

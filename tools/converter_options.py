@@ -10,6 +10,14 @@ that running mlconv needs only the `protobuf` runtime. Text is parsed by protobu
 its comments), become one-line `OptionError`s that name the field path, e.g.
 `batch_options[0].allowed_batch_sizes: the last entry (4) must equal max_batch_size (8)`.
 
+Bounds (the same as an artifact's manifest is held to, backends/batcher.py): `num_batch_threads`
+at most 256 (each is an OS thread), `max_batch_size` and every allowed batch size at most 65536
+(a padded batch is that many rows in memory, one executable per size), `batch_timeout_micros`
+at most one minute, `max_enqueued_batches` at most 100 000. An enum field holding a number the
+schema does not name (`scope: 9`, `io_shape_optimization: -5`: proto3 text accepts them) is
+refused, as is an empty bfloat16 filterlist entry; an options file must be UTF-8 text of at
+most 16 MiB.
+
 `python -m mlconv.tools.converter_options --regenerate` rewrites the _pb2 module with
 grpcio-tools' protoc (a dev dependency); a test checks that the checked-in module is current.
 """
@@ -25,8 +33,15 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
+from mlconv.backends.batcher import (
+    MAX_BATCH_SIZE,
+    MAX_BATCH_THREADS,
+    MAX_BATCH_TIMEOUT_MICROS,
+    MAX_ENQUEUED_BATCHES,
+)
 from mlconv.errors import OptionError
 
+MAX_OPTIONS_BYTES = 16 << 20
 PROTO = Path(__file__).with_name("converter_options.proto")
 GENERATED = Path(__file__).with_name("converter_options_pb2.py")
 
@@ -142,7 +157,14 @@ def _is_repeated(stack: list[str], name: str) -> bool:
 
 def validate(options, source: str = "converter options") -> None:
     """The rules the schema's comments state, beyond what protobuf checks."""
-    problems: list[str] = []
+    problems: list[str] = _enum_problems(options)
+    if problems:  # the checks below read enums by name
+        raise OptionError(f"{source}: " + "; ".join(problems))
+    for index, filtered in enumerate(options.bfloat16_optimization_options.filterlist):
+        if not filtered.strip():
+            problems.append(
+                f"bfloat16_optimization_options.filterlist[{index}]: names nothing (empty)"
+            )
     for index, batch in enumerate(options.batch_options):
         problems += [f"batch_options[{index}].{p}" for p in _batch_problems(batch)]
     if len(options.batch_options) > 1:
@@ -178,8 +200,57 @@ def validate(options, source: str = "converter options") -> None:
         raise OptionError(f"{source}: " + "; ".join(problems))
 
 
+def _enum_problems(message, path: str = "") -> list[str]:
+    """Enum fields holding numbers their enum does not name (proto3 text accepts any int32)."""
+    problems = []
+    for field, value in message.ListFields():
+        name = f"{path}{field.name}"
+        if field.enum_type is not None:
+            values = list(value) if field.is_repeated else [value]
+            for number in values:
+                if field.enum_type.values_by_number.get(number) is None:
+                    known = ", ".join(f"{v.name} ({v.number})" for v in field.enum_type.values)
+                    problems.append(f"{name}: {number} is not one of {known}")
+        elif field.message_type is not None:
+            if field.message_type.GetOptions().map_entry:
+                entries = [(f"{name}[{k!r}]", v) for k, v in value.items()]
+                entries = [(n, v) for n, v in entries if hasattr(v, "ListFields")]
+            elif field.is_repeated:
+                entries = [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+            else:
+                entries = [(name, value)]
+            for entry_path, entry in entries:
+                problems += _enum_problems(entry, entry_path + ".")
+    return problems
+
+
+def _bound(problems: list[str], name: str, value: int, bound: int, why: str) -> None:
+    if value > bound:
+        problems.append(f"{name}: at most {bound} ({why}; got {value})")
+
+
 def _batch_problems(batch) -> list[str]:
     problems = []
+    _bound(problems, "num_batch_threads", batch.num_batch_threads, MAX_BATCH_THREADS, "threads")
+    _bound(problems, "max_batch_size", batch.max_batch_size, MAX_BATCH_SIZE, "rows per batch")
+    _bound(
+        problems,
+        "batch_timeout_micros",
+        batch.batch_timeout_micros,
+        MAX_BATCH_TIMEOUT_MICROS,
+        "one minute",
+    )
+    _bound(
+        problems,
+        "max_enqueued_batches",
+        batch.max_enqueued_batches,
+        MAX_ENQUEUED_BATCHES,
+        "waiting batches",
+    )
+    for size in batch.allowed_batch_sizes:
+        if size > MAX_BATCH_SIZE:
+            _bound(problems, "allowed_batch_sizes", size, MAX_BATCH_SIZE, "rows per batch")
+            break
     if batch.max_batch_size <= 0:
         problems.append(f"max_batch_size: must be positive (got {batch.max_batch_size})")
     if batch.num_batch_threads < 0:
@@ -316,9 +387,18 @@ def load_converter_options(text: str | None = None, path: str | None = None):
         raise OptionError("give the converter options as a string or as a file, not both")
     if path is not None:
         try:
-            text = Path(path).read_text()
+            with open(path, "rb") as f:
+                data = f.read(MAX_OPTIONS_BYTES + 1)
         except OSError as error:
             raise OptionError(f"{path}: cannot read: {error.strerror}") from None
+        if len(data) > MAX_OPTIONS_BYTES:
+            raise OptionError(f"{path}: larger than {MAX_OPTIONS_BYTES >> 20} MiB")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise OptionError(
+                f"{path}: not UTF-8 text ({error.reason} at byte {error.start})"
+            ) from None
         return parse_converter_options(text, path)
     return parse_converter_options(text or "", "converter options")
 

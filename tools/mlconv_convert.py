@@ -234,7 +234,7 @@ def convert(
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.core_to_tpu import input_name
     from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
-    from mlconv.passes.tpu_bf16 import TpuBf16Pass
+    from mlconv.passes.tpu_bf16 import TpuBf16Pass, check_filterlist
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
     from mlconv.passes.tpu_report import TpuReportPass, format_report, work
     from mlconv.tools.converter_options import ConversionSettings, load_converter_options
@@ -386,6 +386,8 @@ def convert(
         )
     else:
         module = build(None)
+    if settings.bfloat16 and settings.bfloat16_scope.lower() != "all":
+        check_filterlist(module, settings.bfloat16_filterlist)
     phases.run("cost report (tpu-report)", lambda: TpuReportPass().apply(make_context(), module))
     cpu_cost = host_part_cost(path, placement)
     tpu_costs = function_costs(module, names)
