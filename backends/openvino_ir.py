@@ -370,15 +370,27 @@ def _core_class(type_: str, version: str):
     return OPS_BY_NAME.get(reverse.get(type_, f"core.{type_}"))
 
 
-def _port_type(port: ET.Element, where: str):
+MAX_XML_BYTES = 256 << 20
+
+
+def _port_type(port: ET.Element | None, where: str):
     from mlconv.backends.openvino_layers import DTYPES
 
-    precision = port.get("precision", "").lower()
+    if port is None:
+        raise FrontendError("a layer lacks its port", where)
+    precision = (port.get("precision") or "").lower()
     aliases = {"fp32": "f32", "fp16": "f16", "fp64": "f64", "bool": "boolean"}
     element = aliases.get(precision, precision)
     if element not in DTYPES:
         raise FrontendError(f"port precision '{port.get('precision')}' is not known", where)
-    dims = [int(d.text) for d in port.findall("dim")]
+    dims = []
+    for dim in port.findall("dim"):
+        text = (dim.text or "").strip()
+        if not (text.isdigit() or text == "-1") or len(text) > 12:
+            raise FrontendError(f"port {port.get('id')} has dim '{text[:20]}'", where)
+        dims.append(int(text))
+    if len(dims) > 64:
+        raise FrontendError(f"port {port.get('id')} has {len(dims)} dims", where)
     return tensor_type([d if d >= 0 else None for d in dims], DTYPES[element])
 
 
@@ -399,45 +411,138 @@ def _assign(specs: tuple[str, ...], values: list[SSAValue]) -> list:
     return groups
 
 
+def _topological(layers: dict[str, ET.Element], sources: dict[str, list[str]]) -> list[str]:
+    """The layer ids in an order where every layer follows its inputs, by file position where
+    the inputs allow (Kahn's algorithm over a heap, no recursion: a 1500-layer chain listed
+    in any order); a cycle is an error."""
+    import heapq
+
+    position = {layer_id: i for i, layer_id in enumerate(layers)}
+    users: dict[str, list[str]] = {layer_id: [] for layer_id in layers}
+    waiting = {layer_id: len(inputs) for layer_id, inputs in sources.items()}
+    for layer_id, inputs in sources.items():
+        for source in inputs:
+            users[source].append(layer_id)
+    heap = [(position[i], i) for i in layers if waiting[i] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, layer_id = heapq.heappop(heap)
+        order.append(layer_id)
+        for user in users[layer_id]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(heap, (position[user], user))
+    if len(order) != len(layers):
+        stuck = next(layer_id for layer_id in layers if waiting[layer_id] > 0)
+        raise FrontendError("the IR's edges form a cycle", layers[stuck].get("name"))
+    return order
+
+
+def _read_xml(xml_path: Path) -> ET.Element:
+    try:
+        size = xml_path.stat().st_size
+    except OSError as error:
+        raise FrontendError(f"cannot read: {error.strerror}") from None
+    if size > MAX_XML_BYTES:
+        raise FrontendError(f"the .xml is larger than {MAX_XML_BYTES >> 20} MiB")
+    try:
+        return ET.parse(xml_path).getroot()
+    except ET.ParseError as error:
+        raise FrontendError(f"not an OpenVINO IR .xml: {error}") from None
+    except RecursionError:
+        raise FrontendError("not an OpenVINO IR .xml: nested too deeply") from None
+
+
+def _const(data: dict[str, str], port_type, weights: bytes, name: str):
+    """A Const layer's array: element type, shape, offset and size checked against each other,
+    the .bin and the output port."""
+    from mlconv.backends.openvino_layers import DTYPES
+    from mlconv.dialects.core_tensor import ConstantOp
+
+    element = data.get("element_type", "")
+    if element not in DTYPES:
+        raise FrontendError(f"Const has element_type '{element[:20]}', which is not known", name)
+    dtype = DTYPES[element]
+    try:
+        offset, size = int(data["offset"]), int(data["size"])
+        shape = [int(d) for d in data.get("shape", "").replace(" ", "").split(",") if d]
+    except (KeyError, ValueError):
+        raise FrontendError("Const needs integer offset, size and shape", name) from None
+    if offset < 0 or size < 0 or any(d < 0 for d in shape):
+        raise FrontendError(f"Const has a negative offset, size or dim ({offset}, {size})", name)
+    if offset + size > len(weights):
+        raise FrontendError("Const lies outside the .bin", name)
+    if int(np.prod(shape, dtype=object)) * dtype.itemsize != size:
+        raise FrontendError(
+            f"Const size {size} is not its shape {shape} times {dtype.itemsize} bytes", name
+        )
+    if numpy_dtype(port_type.get_element_type()) != dtype:
+        raise FrontendError(
+            f"Const of element_type {element} feeds an output port of "
+            f"{port_type.get_element_type()}",
+            name,
+        )
+    declared = port_type.get_shape()
+    if list(declared) != shape and not (len(declared) == len(shape) and -1 in declared):
+        raise FrontendError(f"Const of shape {shape} declares its port {list(declared)}", name)
+    array = np.frombuffer(weights, dtype=dtype, count=int(np.prod(shape)), offset=offset)
+    return ConstantOp.from_numpy(array.reshape(shape).copy())
+
+
 def import_openvino(path: str | os.PathLike) -> ModuleOp:
-    """A core module from an OpenVINO IR .xml (and the .bin beside it)."""
-    from mlconv.backends.openvino_layers import DTYPES, RENAMES, parse_value
+    """A core module from an OpenVINO IR .xml (and the .bin beside it), read as data: ids,
+    edges, ports, Const offsets/sizes/element types and every declared type checked; a bad
+    file is a one-line FrontendError (every unknown layer type named at once)."""
+    from mlconv.backends.openvino_layers import RENAMES, parse_value
 
     xml_path = Path(path)
     bin_path = xml_path.with_suffix(".bin")
-    try:
-        root = ET.parse(xml_path).getroot()
-    except ET.ParseError as error:
-        raise FrontendError(f"not an OpenVINO IR .xml: {error}") from None
+    root = _read_xml(xml_path)
     weights = bin_path.read_bytes() if bin_path.exists() else b""
-    layers = {layer.get("id"): layer for layer in root.iter("layer")}
+    layers: dict[str, ET.Element] = {}
+    for layer in root.iter("layer"):
+        layer_id = layer.get("id")
+        if layer_id is None or layer_id in layers:
+            raise FrontendError(f"layer id {layer_id!r} is missing or repeated", layer.get("name"))
+        layers[layer_id] = layer
+    ports = {
+        (layer_id, port.get("id"))
+        for layer_id, layer in layers.items()
+        for port in layer.findall("output/port")
+    }
     incoming: dict[tuple[str, str], tuple[str, str]] = {}
     for edge in root.iter("edge"):
-        incoming[(edge.get("to-layer"), edge.get("to-port"))] = (
-            edge.get("from-layer"),
-            edge.get("from-port"),
-        )
-    # Topological order of the layers (the file's order need not be one).
-    order, state = [], {}
-
-    def visit(layer_id: str) -> None:
-        if state.get(layer_id) == 2:
-            return
-        if state.get(layer_id) == 1:
-            raise FrontendError("the IR's edges form a cycle", layers[layer_id].get("name"))
-        state[layer_id] = 1
-        for port in layers[layer_id].findall("input/port"):
+        source = (edge.get("from-layer"), edge.get("from-port"))
+        target = (edge.get("to-layer"), edge.get("to-port"))
+        if source not in ports:
+            raise FrontendError(
+                f"an edge comes from layer {source[0]!r} port {source[1]!r}, which has no such output port"
+            )
+        if target[0] not in layers or target in incoming:
+            raise FrontendError(
+                f"an edge goes to layer {target[0]!r} port {target[1]!r}, which is unknown or fed twice"
+            )
+        incoming[target] = source
+    sources: dict[str, list[str]] = {}
+    for layer_id, layer in layers.items():
+        sources[layer_id] = []
+        for port in layer.findall("input/port"):
             source = incoming.get((layer_id, port.get("id")))
             if source is None:
-                raise FrontendError(
-                    f"input port {port.get('id')} has no edge", layers[layer_id].get("name")
-                )
-            visit(source[0])
-        state[layer_id] = 2
-        order.append(layer_id)
-
-    for layer_id in layers:
-        visit(layer_id)
+                raise FrontendError(f"input port {port.get('id')} has no edge", layer.get("name"))
+            sources[layer_id].append(source[0])
+    order = _topological(layers, sources)
+    unknown = sorted(
+        {
+            f"{layer.get('type')}-{layer.get('version')}"
+            for layer in layers.values()
+            if layer.get("type") not in ("Parameter", "Result", "Const")
+            and not hasattr(_core_class(layer.get("type") or "", ""), "ATTRIBUTES")
+        }
+    )
+    if unknown:  # every one of them, before anything is built
+        raise FrontendError(f"OpenVINO layers without a core op: {', '.join(unknown)}")
 
     params = [x for x in layers.values() if x.get("type") == "Parameter"]
     results = [x for x in layers.values() if x.get("type") == "Result"]
@@ -446,7 +551,6 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
     values: dict[tuple[str, str], SSAValue] = {}
     for param, arg in zip(params, block.args, strict=True):
         values[(param.get("id"), param.find("output/port").get("id"))] = arg
-    unknown = []
     for layer_id in order:
         layer = layers[layer_id]
         type_, name = layer.get("type"), layer.get("name")
@@ -460,54 +564,79 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
         data = layer.find("data")
         data = dict(data.attrib) if data is not None else {}
         if type_ == "Const":
-            dtype = DTYPES[data["element_type"]]
-            offset, size = int(data["offset"]), int(data["size"])
-            if offset + size > len(weights):
-                raise FrontendError("Const lies outside the .bin", name)
-            shape = [int(d) for d in data.get("shape", "").replace(" ", "").split(",") if d]
-            array = np.frombuffer(weights[offset : offset + size], dtype=dtype).reshape(shape)
-            from mlconv.dialects.core_tensor import ConstantOp
-
-            op = ConstantOp.from_numpy(array.copy())
+            if len(out_types) != 1 or inputs:
+                raise FrontendError("Const needs one output port and no input", name)
+            op = _const(data, out_types[0], weights, name)
         else:
-            cls = _core_class(type_, layer.get("version", ""))
-            if cls is None or not hasattr(cls, "ATTRIBUTES"):
-                unknown.append(f"{type_}-{layer.get('version')}")
-                continue
-            rename = {ov: key for key, ov in RENAMES.get(cls.name, {}).items()}
-            attributes = {}
-            for key, text in data.items():
-                key = rename.get(key, key)
-                if key in cls.ATTRIBUTES:
-                    attributes[key] = parse_value(cls.ATTRIBUTES[key], text)
-            for key, value in list(attributes.items()):
-                if cls.DEFAULTS.get(key, object()) == value:
-                    del attributes[key]
-            op = cls.build_op(_assign(cls.OPERANDS, inputs), out_types, **attributes)
-            version = layer.get("version", "").removeprefix("opset")
-            if version.isdigit() and int(version) != cls.VERSION:
-                op.attributes[OPSET] = IntegerAttr(int(version), i64)
-        op.location = NameLoc(StringAttr(name), NoneAttr())
+            op = _build(layer, type_, name, data, inputs, out_types, RENAMES, parse_value)
+        op.location = NameLoc(StringAttr(name or ""), NoneAttr())
         block.add_op(op)
         for port, result in zip(out_ports, op.results, strict=True):
             values[(layer_id, port.get("id"))] = result
-    if unknown:
-        raise FrontendError(f"OpenVINO layers without a core op: {', '.join(sorted(set(unknown)))}")
-    returned = [values[incoming[(r.get("id"), r.find("input/port").get("id"))]] for r in results]
+    returned = []
+    for r in results:
+        port = r.find("input/port")
+        if port is None:
+            raise FrontendError("a Result has no input port", r.get("name"))
+        returned.append(values[incoming[(r.get("id"), port.get("id"))]])
     block.add_op(func.ReturnOp(*returned))
     function = func.FuncOp(
         "main", ([a.type for a in block.args], [v.type for v in returned]), Region(block)
     )
     function.arg_attrs = ArrayAttr(
-        [DictionaryAttr({"mlconv.name": StringAttr(p.get("name"))}) for p in params]
+        [DictionaryAttr({"mlconv.name": StringAttr(p.get("name") or "")}) for p in params]
     )
     function.res_attrs = ArrayAttr(
         [
-            DictionaryAttr({"mlconv.name": StringAttr(r.get("output_names") or r.get("name"))})
+            DictionaryAttr(
+                {"mlconv.name": StringAttr(r.get("output_names") or r.get("name") or "")}
+            )
             for r in results
         ]
     )
     return ModuleOp([function])
+
+
+def _build(layer, type_, name, data, inputs, out_types, renames, parse_value):
+    """One layer as its core op; its declared output types checked against its semantics."""
+    cls = _core_class(type_, layer.get("version", ""))
+    rename = {ov: key for key, ov in renames.get(cls.name, {}).items()}
+    attributes = {}
+    for key, text in data.items():
+        key = rename.get(key, key)
+        if key in cls.ATTRIBUTES:
+            try:
+                attributes[key] = parse_value(cls.ATTRIBUTES[key], text)
+            except (ValueError, KeyError, TypeError) as error:
+                raise FrontendError(f"attribute {key}='{text[:40]}': {error}", name) from None
+    for key, value in list(attributes.items()):
+        if cls.DEFAULTS.get(key, object()) == value:
+            del attributes[key]
+    groups = _assign(cls.OPERANDS, inputs)
+    required = [s for s in cls.OPERANDS if s[0] not in "*?"]
+    if len(inputs) < len(required) or (
+        not any(s.startswith("*") for s in cls.OPERANDS) and len(inputs) > len(cls.OPERANDS)
+    ):
+        raise FrontendError(f"{type_} has {len(inputs)} inputs", name)
+    variadic = bool(cls.RESULTS) and cls.RESULTS[0].startswith("*")
+    if not variadic and len(out_types) != len(cls.RESULTS):
+        raise FrontendError(f"{type_} has {len(out_types)} output ports", name)
+    try:
+        op = cls.build_op(groups, out_types, **attributes)
+        op.verify()
+    except Exception as error:  # noqa: BLE001 - xDSL verifier and builder errors of a bad file
+        text = str(error).strip().splitlines()
+        raise FrontendError(
+            f"{type_}: {text[0][:200] if text else type(error).__name__}", name
+        ) from None
+    version = layer.get("version", "").removeprefix("opset")
+    if version.isdigit() and int(version) != cls.VERSION:
+        op.attributes[OPSET] = IntegerAttr(int(version), i64)
+    try:
+        _check_types(op)
+    except BackendError as error:
+        raise FrontendError(error.message.replace(f"'{op.name}' op ", ""), name) from None
+    return op
 
 
 __all__ = ["export_openvino", "import_openvino", "to_openvino_ir", "write_openvino"]

@@ -119,8 +119,12 @@ def parse_value(kind, text: str):
         return tuple(float(v) for v in text.replace(" ", "").split(",") if v)
     if kind is STRS:
         return tuple(v for v in text.split(",") if v)
-    if kind is TYPE:
-        return DTYPES[text]
+    if kind is TYPE:  # the element type attribute core ops hold (`destination_type = i32`)
+        from mlconv.dense import element_type
+
+        if text not in DTYPES:
+            raise ValueError(f"element type '{text}' is not known")
+        return element_type(DTYPES[text])
     if kind is STR:
         return text
     raise ValueError(f"attribute kind {kind.name} is not read")
