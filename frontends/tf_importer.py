@@ -54,6 +54,21 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from mlconv.errors import FrontendError
 
 _CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
+# Ops whose variant tensors may be TensorLists (Keras RNNs' TensorArrays): imported with
+# `!tf.variant` types; tf-to-core turns the lists into tensors.
+_TENSOR_LIST_USERS = frozenset(
+    {
+        "TensorListReserve",
+        "TensorListFromTensor",
+        "TensorListSetItem",
+        "TensorListGetItem",
+        "TensorListStack",
+        "TensorListLength",
+        "While",
+        "StatelessWhile",
+        "Identity",
+    }
+)
 _DEFAULT_SIGNATURE = "serving_default"
 _TEMP_ALIAS = "__mlconv_requested_function__"
 
@@ -201,9 +216,13 @@ class _Translator:
 
     # --- types and attributes
 
-    def element(self, dtype, node: str, op_type: str) -> Attribute:
+    def element(self, dtype, node: str, op_type: str, lists: bool = False) -> Attribute:
+        """The element type; variant (a TensorList) only where `lists` or for list ops."""
         name = self.types_pb2.DataType.Name(dtype.as_datatype_enum)
         element = self.tfd.ELEMENT_TYPES.get(name)
+        lists = lists or op_type in _TENSOR_LIST_USERS
+        if lists and isinstance(element, self.tfd.VariantType):
+            return element  # a TensorList: tf-to-core makes it a tensor
         if element is None or isinstance(element, self.tfd.OPAQUE_TYPES):
             kind = dtype.name
             raise FrontendError(
@@ -213,8 +232,8 @@ class _Translator:
             )
         return element
 
-    def tensor_type(self, tensor, node: str, op_type: str) -> Attribute:
-        element = self.element(tensor.dtype, node, op_type)
+    def tensor_type(self, tensor, node: str, op_type: str, lists: bool = False) -> Attribute:
+        element = self.element(tensor.dtype, node, op_type, lists)
         shape = tensor.shape
         if shape.rank is None:
             return UnrankedTensorType(element)
@@ -296,7 +315,7 @@ class _Translator:
 
     def region(self, name: str, input_shapes, prefix: str) -> Region:
         graph = self.function_graph(name, input_shapes)
-        arg_types = [self.tensor_type(t, prefix, "Placeholder") for t in graph.inputs]
+        arg_types = [self.tensor_type(t, prefix, "Placeholder", lists=True) for t in graph.inputs]
         block = Block(arg_types=arg_types)
         outputs = self.translate(
             graph, graph.inputs, list(block.args), graph.outputs, block, prefix

@@ -24,6 +24,7 @@ from mlconv.dialects import tf as tf_dialect
 from mlconv.errors import PassFailure, describe_location
 from mlconv.passes.lowering import driver
 from mlconv.passes.tf_patterns.builder import tf_builder
+from mlconv.passes.tf_patterns.lists import is_list
 from mlconv.passes.tf_patterns.signal import COMPLEX_OPS
 
 
@@ -73,6 +74,8 @@ def _check_complex(ops: list) -> None:
 
 
 def _finish(b, result: SSAValue, value: SSAValue) -> SSAValue:
+    if is_list(result):
+        return value  # a TensorList is a tensor now; the variant type says nothing of it
     return b.refine(value, core_type(result.type))
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from mlconv.passes.lowering import Pattern
 from mlconv.passes.lowering import lowering as _lowering
 
-FAMILIES = ("control", "elementwise", "image", "nn", "signal", "tensor")
+FAMILIES = ("control", "elementwise", "image", "lists", "nn", "signal", "tensor")
 
 
 def lowering(*op_types: str) -> Callable[[Pattern], Pattern]:

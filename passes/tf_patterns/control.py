@@ -24,6 +24,7 @@ from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.lowering.builder import Builder
 from mlconv.passes.tf_patterns import lowering
+from mlconv.passes.tf_patterns.lists import is_list
 from mlconv.semantics.shapes import infer_result_types
 
 
@@ -62,11 +63,11 @@ def _inline(block: Block, values: list[SSAValue], before: Operation) -> list[SSA
     return list(terminator.operands)
 
 
-def _build(b, op, core_class, operands, regions, **attributes):
+def _build(b, op, core_class, operands, regions, types=None, **attributes):
     encoded = {k: core_class.ATTRIBUTES[k].encode(v) for k, v in attributes.items()}
     core = core_class.build(
         operands=operands,
-        result_types=[[r.type for r in op.results]],
+        result_types=[types or [r.type for r in op.results]],
         attributes=encoded,
         regions=regions,
     )
@@ -94,6 +95,11 @@ def while_(op, b):
     keep_going = _predicate(b, _inline(cond.block, inputs, b.anchor)[0])
     region = op.detach_region(body)
     block = region.block
+    # TensorLists carried through the loop are tensors now (`lists.py`): their block arguments
+    # and results take the lowered initial value's type.
+    for arg, value in zip(list(block.args), inputs, strict=True):
+        if is_list(arg):
+            Rewriter.replace_value_with_new_type(arg, value.type)
     block.insert_arg(TensorType(IntegerType(64), []), 0)  # the iteration number
     block.insert_arg(TensorType(IntegerType(1), []), 1)  # the condition
     terminator = block.last_op
@@ -106,4 +112,7 @@ def while_(op, b):
     new = cc.YieldOp.create(operands=[again, *following])
     Rewriter.replace_op(terminator, new, [])
     trip = b.const(np.iinfo(np.int64).max, np.int64)
-    return _build(b, op, cc.LoopOp, [trip, keep_going, inputs, []], [region], max_iterations=-1)
+    types = [v.type if is_list(r) else r.type for r, v in zip(op.results, inputs, strict=True)]
+    return _build(
+        b, op, cc.LoopOp, [trip, keep_going, inputs, []], [region], types, max_iterations=-1
+    )

@@ -238,3 +238,19 @@ def split_v(op, b):
     lengths = b.input(op, 1)
     count = b.static(lengths, "size_splits").size
     return b(ci.VariadicSplitOp, b.input(op, 0), b.input(op, 2), lengths, results=count)
+
+
+@lowering("ReverseV2")
+def reverse(op, b):
+    """A strided slice of stride -1 along the reversed axes (Keras's backward RNNs)."""
+    x = b.input(op, 0)
+    rank = b.rank(x)
+    if rank is None:
+        raise b.fail("needs the rank of its input")
+    axes = {int(a) % rank for a in b.static(b.input(op, 1), "the axes").reshape(-1)}
+    strides = [-1 if axis in axes else 1 for axis in range(rank)]
+    every = [1] * rank
+    zeros = b.ints([0] * rank)
+    return [
+        b(ctf.StridedSliceOp, x, zeros, zeros, b.ints(strides), begin_mask=every, end_mask=every)
+    ]

@@ -265,3 +265,47 @@ def test_if_and_while_match_tensorflow(control_model):
     assert first[names.index("steps")][0] != second[names.index("steps")][0]
     for x, expected in ((positive, first), (negative, second)):
         assert_matches(run(x), expected, names)
+
+
+# --------------------------------------------------------------------------- Keras RNNs (item 4)
+
+
+@pytest.fixture(scope="session")
+def rnn_model(tmp_path_factory):
+    """LSTM, GRU, SimpleRNN and a bidirectional LSTM behind one Masking layer, `None` batch
+    and sequence: their while loops fill TensorLists (Keras 3's TensorArrays)."""
+    keras.utils.set_random_seed(3)
+    inputs = keras.Input((None, 4))
+    masked = keras.layers.Masking(0.0)(inputs)
+    layers = keras.layers
+    outputs = [
+        layers.LSTM(3, return_sequences=True)(masked),
+        layers.GRU(3)(masked),
+        layers.SimpleRNN(3, return_sequences=True)(masked),
+        layers.Bidirectional(layers.LSTM(2, return_sequences=True))(masked),
+    ]
+    model = keras.Model(inputs, outputs)
+    folder = tmp_path_factory.mktemp("tf_rnn") / "rnn"
+    model.export(str(folder), format="tf_saved_model", verbose=False)
+    return str(folder), model
+
+
+def sequences(batch: int, steps: int, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((batch, steps, 4)).astype(np.float32)
+    x[0, -2:] = 0.0  # masked: the state carries over these steps
+    x[-1, 1] = 0.0
+    return x
+
+
+def test_keras_rnns_match_tensorflow(rnn_model):
+    """Two batch sizes and two sequence lengths from one conversion."""
+    folder, model = rnn_model
+    run = mlconv.compile(folder, quiet=True)
+    names = ["lstm", "gru", "simple_rnn", "bidirectional"]
+    first = [np.asarray(y) for y in model(sequences(2, 5, 1))]
+    moved = [np.asarray(y) for y in model(sequences(2, 5, 2))]
+    for name, a, b in zip(names, first, moved, strict=True):
+        sensitivity.assert_input_sensitive(a, b, rtol=RTOL, what=name)
+    for batch, steps in ((2, 5), (3, 7)):
+        x = sequences(batch, steps, 10 + batch)
+        assert_matches(run(x), [np.asarray(y) for y in model(x)], names)

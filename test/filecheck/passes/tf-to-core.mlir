@@ -166,3 +166,25 @@ func.func @if_else(%c: tensor<i1>, %x: tensor<2xf32>) -> tensor<2xf32> {
   }) : (tensor<i1>, tensor<2xf32>) -> tensor<2xf32>
   func.return %r : tensor<2xf32>
 }
+
+// -----
+
+// A TensorList of n elements of shape E is the tensor [n, *E]: Reserve is zeros, SetItem a
+// one-row ScatterNDUpdate, GetItem a gather of one row, Stack the tensor itself.
+// CHECK-LABEL: func.func @tensor_list
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3xf32>, %[[I:.*]]: tensor<i32>)
+// CHECK:         %[[L:.*]] = "core.Broadcast"(%{{.*}}, %{{.*}}) {mode = "numpy"} : (tensor<f32>, tensor<3xi64>) -> tensor<4x2x3xf32>
+// CHECK:         %[[ROW:.*]] = "core.Reshape"(%[[I]], %{{.*}}) {{.*}} -> tensor<1x1xi32>
+// CHECK:         %[[ITEM:.*]] = "core.Unsqueeze"(%[[X]], %{{.*}}) {{.*}} -> tensor<1x2x3xf32>
+// CHECK-NEXT:    %[[L1:.*]] = "core.ScatterNDUpdate"(%[[L]], %[[ROW]], %[[ITEM]])
+// CHECK:         %[[G:.*]] = "core.Gather"(%[[L1]], %[[I]], %{{.*}}) {{.*}} -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[L1]], %[[G]]
+func.func @tensor_list(%x: tensor<2x3xf32>, %i: tensor<i32>) -> (tensor<4x2x3xf32>, tensor<2x3xf32>) {
+  %shape = "tf.Const"() {value = dense<[2, 3]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %n = "tf.Const"() {value = dense<4> : tensor<i32>} : () -> tensor<i32>
+  %l = "tf.TensorListReserve"(%shape, %n) {element_dtype = f32, shape_type = i32} : (tensor<2xi32>, tensor<i32>) -> tensor<!tf.variant>
+  %l1 = "tf.TensorListSetItem"(%l, %i, %x) {element_dtype = f32} : (tensor<!tf.variant>, tensor<i32>, tensor<2x3xf32>) -> tensor<!tf.variant>
+  %s = "tf.TensorListStack"(%l1, %shape) {element_dtype = f32} : (tensor<!tf.variant>, tensor<2xi32>) -> tensor<4x2x3xf32>
+  %g = "tf.TensorListGetItem"(%l1, %i, %shape) {element_dtype = f32} : (tensor<!tf.variant>, tensor<i32>, tensor<2xi32>) -> tensor<2x3xf32>
+  func.return %s, %g : tensor<4x2x3xf32>, tensor<2x3xf32>
+}
