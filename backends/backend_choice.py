@@ -192,7 +192,9 @@ class _Compiling(threading.Thread):
         try:
             self.compiled = compile_ir(*self.args_)
         except MlconvError as error:
-            self.error = str(error)
+            self.error = _first_line(error)
+        except Exception as error:  # noqa: BLE001 - any refusal of OpenVINO's means: run XLA
+            self.error = f"OpenVINO cannot compile the model: {_first_line(error)}"
 
 
 def _measure(module: ModuleOp, device: str | None, stages: Sequence[Any], progress: Any):
@@ -223,7 +225,12 @@ def _measure(module: ModuleOp, device: str | None, stages: Sequence[Any], progre
         return xla, BackendChoice("xla", "fallback", measure_s=cost, note=compiling.error)
     ov = OpenVinoModule(compiling.compiled, ov_main)
     step_start = time.perf_counter()
-    ov_outputs = ov(*inputs)
+    try:
+        ov_outputs = ov(*inputs)
+    except Exception as error:  # noqa: BLE001 - OpenVINO failing to run it means: run XLA
+        cost += time.perf_counter() - step_start
+        note = f"OpenVINO cannot run the model: {_first_line(error)}"
+        return xla, BackendChoice("xla", "fallback", measure_s=cost, note=note)
     max_rel = divergence(ov_outputs, xla_outputs)
     if max_rel is None or max_rel > RTOL:
         cost += time.perf_counter() - step_start

@@ -193,7 +193,9 @@ def bench_model(
 
     ours = Mlconv(path, args.device, inputs, args.target_passes == "on")
     start = time.perf_counter()
-    auto = mlconv.compile(path, device=args.device, backend="auto", quiet=True)
+    shapes = {k: list(v.shape) for k, v in inputs.items()}  # static: auto chooses (an exported
+    # model's dynamic dims would run on XLA, per shape)
+    auto = mlconv.compile(path, device=args.device, backend="auto", quiet=True, input_shapes=shapes)
     auto_args = [inputs[n] for n in auto.input_names]
     auto_first = auto(*auto_args)
     auto_s = time.perf_counter() - start

@@ -189,3 +189,16 @@ def test_the_report_says_which_ran(tmp_path, monkeypatch, capsys):
     assert (
         json.loads(capsys.readouterr()[0].strip().splitlines()[-1])["choice"]["reason"] == "named"
     )
+
+
+def test_openvino_refusing_to_compile_falls_back_to_xla(tmp_path, monkeypatch):
+    from mlconv.backends import openvino_backend
+
+    def refuse(xml, weights, device=None):
+        raise RuntimeError("Exception from src/core: unsupported layer")
+
+    small_model(tmp_path / "small.onnx")
+    monkeypatch.setattr(openvino_backend, "compile_ir", refuse)
+    run = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
+    assert_ran(run, "xla")
+    assert run.backend_choice.note.startswith("OpenVINO cannot compile the model")
