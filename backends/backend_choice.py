@@ -17,8 +17,9 @@ The choice is kept in the user's cache folder (`cache_dir()`: $MLCONV_CACHE_DIR,
 $XDG_CACHE_HOME/mlconv, else ~/.cache/mlconv), one JSON file per key: the SHA-256 of the model's
 source (the file, a SavedModel folder's files, an onnx.ModelProto's bytes), the input shapes and
 options, and the versions of mlconv, JAX and OpenVINO and the CPU. A later compile of the same
-model compiles the chosen back end only. A module given as IR has no source to key on and is
-measured every time.
+model compiles the chosen back end only; a choice measured on a busy machine (a load average
+above BUSY per core) is measured again once the load is below half that. A module given as IR
+has no source to key on and is measured every time.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ that also serves GPUs and TPUs)."""
 TIMING_BUDGET_S = 1.0
 """Time spent in the timed calls, both back ends together, after the first MIN_ROUNDS rounds."""
 MIN_ROUNDS, MAX_ROUNDS = 2, 5
+BUSY = 1.0
+"""Load average per core above which a measurement is remeasured once the machine is quiet."""
 SOURCE_LIMIT = 1 << 34
 """Bytes of a SavedModel folder hashed for the key at most (beyond: no cache)."""
 
@@ -64,6 +67,7 @@ class BackendChoice:
     measure_s: float | None = None  # compile-time cost of choosing (OpenVINO's compile,
     #                                 the sample calls, the timing)
     note: str | None = None  # why XLA runs when OpenVINO was not usable
+    load: float | None = None  # the 1-minute load average per core when measured
 
     def line(self) -> str:
         """One line for the progress output."""
@@ -149,6 +153,8 @@ def compile_chosen(
         return mark(_compile_xla(module, device, stages, progress), choice, progress)
     key = choice_key(source, options)
     cached = read_choice(key)
+    if cached is not None and stale(cached):
+        cached = None
     if cached is not None:
         cached.reason = "cached"
         cached.measure_s = None
@@ -241,8 +247,24 @@ def _measure(module: ModuleOp, device: str | None, stages: Sequence[Any], progre
     xla_ms, ov_ms = (min(times[k]) * 1e3 for k in ("xla", "openvino"))
     cost += time.perf_counter() - step_start
     backend = "openvino" if ov_ms < MARGIN * xla_ms else "xla"
-    choice = BackendChoice(backend, "measured", xla_ms, ov_ms, max_rel, cost)
+    choice = BackendChoice(backend, "measured", xla_ms, ov_ms, max_rel, cost, load=load_per_core())
     return (ov if backend == "openvino" else xla), choice
+
+
+def load_per_core() -> float | None:
+    """The 1-minute load average per core this process may run on (None where unknown)."""
+    try:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        return os.getloadavg()[0] / (cores or os.cpu_count() or 1)
+    except OSError:
+        return None
+
+
+def stale(choice: BackendChoice) -> bool:
+    """Whether a cached measurement was taken on a busy machine (more runnable threads than
+    cores: OpenVINO's thread pool loses more than XLA there) that is now quiet: measured again."""
+    now = load_per_core()
+    return choice.load is not None and now is not None and choice.load > BUSY and now < BUSY / 2
 
 
 def interleaved_times(runners: dict[str, Any]) -> dict[str, list[float]]:

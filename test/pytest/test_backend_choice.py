@@ -202,3 +202,18 @@ def test_openvino_refusing_to_compile_falls_back_to_xla(tmp_path, monkeypatch):
     run = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
     assert_ran(run, "xla")
     assert run.backend_choice.note.startswith("OpenVINO cannot compile the model")
+
+
+def test_a_choice_measured_under_load_is_measured_again_when_quiet(tmp_path, monkeypatch):
+    small_model(tmp_path / "small.onnx")
+    monkeypatch.setattr(backend_choice, "load_per_core", lambda: 3.0)  # busy
+    first = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
+    assert first.backend_choice.load == 3.0
+    assert (
+        mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True).backend_choice.reason
+        == "cached"
+    )
+    monkeypatch.setattr(backend_choice, "load_per_core", lambda: 0.1)  # quiet now
+    again = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
+    assert again.backend_choice.reason == "measured"
+    assert again.backend_choice.load == 0.1
