@@ -61,9 +61,11 @@ json_values = st.recursive(
 )
 
 
-def one_line(error: BaseException) -> None:
+def one_line(error: BaseException) -> str:
+    """Assert the refusal is one line; returns "refused" (bench/fuzz.py counts outcomes)."""
     message = getattr(error, "message", str(error))
     assert "\n" not in message, message
+    return "refused"
 
 
 # --------------------------------------------------------------------------- manifests
@@ -179,17 +181,18 @@ def manifests(draw) -> Any:
     return manifest
 
 
-def check_manifest(manifest: Any) -> None:
+def check_manifest(manifest: Any) -> str:
     from mlconv.backends.artifact_manifest import validate_manifest
     from mlconv.errors import BackendError
 
     try:
         validate_manifest(copy.deepcopy(manifest))
     except BackendError as error:
-        one_line(error)
+        return one_line(error)
+    return "ok"
 
 
-def check_manifest_bytes(data: bytes) -> None:
+def check_manifest_bytes(data: bytes) -> str:
     from mlconv.backends.artifact_manifest import read_manifest
     from mlconv.errors import BackendError
 
@@ -198,7 +201,8 @@ def check_manifest_bytes(data: bytes) -> None:
         try:
             read_manifest(folder)
         except BackendError as error:
-            one_line(error)
+            return one_line(error)
+        return "ok"
 
 
 # --------------------------------------------------------------------------- options
@@ -238,18 +242,18 @@ options_texts = st.one_of(
 )
 
 
-def check_options(text: str) -> None:
+def check_options(text: str) -> str:
     from mlconv.tools.converter_options import ConversionSettings, parse_converter_options
 
     try:
         options = parse_converter_options(text)
     except MlconvError as error:
-        one_line(error)
-        return
+        return one_line(error)
     ConversionSettings.from_options(options)
+    return "ok"
 
 
-def check_options_file(data: bytes) -> None:
+def check_options_file(data: bytes) -> str:
     from mlconv.tools.converter_options import load_converter_options
 
     with tempfile.TemporaryDirectory() as folder:
@@ -258,7 +262,8 @@ def check_options_file(data: bytes) -> None:
         try:
             load_converter_options(path=str(path))
         except MlconvError as error:
-            one_line(error)
+            return one_line(error)
+        return "ok"
 
 
 # --------------------------------------------------------------------------- HTTP requests
@@ -321,7 +326,7 @@ def request_bodies(draw) -> tuple[bytes, str]:
     return data, "application/x-npz"
 
 
-def check_request(body: bytes, kind: str) -> None:
+def check_request(body: bytes, kind: str) -> str:
     from mlconv.backends.http_request import RequestError, RequestLimits, parse_body
 
     specs = request_specs()
@@ -329,8 +334,7 @@ def check_request(body: bytes, kind: str) -> None:
         arrays = parse_body(body, kind, specs, RequestLimits(max_array_bytes=1 << 20))
     except RequestError as error:
         assert error.status in (400, 413, 422), error.status
-        one_line(error)
-        return
+        return one_line(error)
     for spec in specs:
         assert arrays[spec.name].dtype == spec.dtype
     if kind == "application/json":  # exact: what was sent is what the model gets
@@ -339,9 +343,10 @@ def check_request(body: bytes, kind: str) -> None:
             if spec.dtype.kind in "biu":  # no truncation, no wrap-around
                 expected = np.asarray(sent[spec.name], dtype=object)
                 assert (arrays[spec.name].astype(object) == expected).all()
+    return "ok"
 
 
-def check_content_length(values: list[str]) -> None:
+def check_content_length(values: list[str]) -> str:
     from email.message import Message
 
     from mlconv.backends.http_request import RequestError, RequestLimits, content_length
@@ -353,9 +358,9 @@ def check_content_length(values: list[str]) -> None:
         length = content_length(headers, RequestLimits(max_body_bytes=1000))
     except RequestError as error:
         assert error.status in (400, 413)
-        one_line(error)
-        return
+        return one_line(error)
     assert 0 <= length <= 1000
+    return "ok"
 
 
 # --------------------------------------------------------------------------- OpenVINO IR
@@ -438,7 +443,7 @@ def ir_files(draw) -> tuple[str, bytes]:
     return xml, weights
 
 
-def check_ir(xml: str, weights: bytes) -> None:
+def check_ir(xml: str, weights: bytes) -> str:
     from mlconv.backends.openvino_ir import import_openvino
 
     with tempfile.TemporaryDirectory() as folder:
@@ -448,6 +453,6 @@ def check_ir(xml: str, weights: bytes) -> None:
         try:
             module = import_openvino(path)
         except MlconvError as error:
-            one_line(error)
-            return
+            return one_line(error)
     module.verify()
+    return "ok"
