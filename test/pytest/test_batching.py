@@ -32,6 +32,7 @@ from mlconv.backends.batcher import (
     Batcher,
     InputSignature,
     QueueFullError,
+    RequestTooLargeError,
 )
 from mlconv.errors import BackendError, InputError, MlconvError
 from mlconv.tools.mlconv_convert import convert
@@ -265,6 +266,21 @@ def gated_batcher(served, **options):
 
     config = BatchConfig(**{"max_batch_size": 4, "allowed_batch_sizes": (2, 4), **options})
     return Batcher(executable, config, inner.signature, "gated"), gate, entered
+
+
+def test_a_request_no_queue_could_hold_is_too_large_not_retry_later(served):
+    """Issue 28: a request of more rows than max_enqueued_batches x max_batch_size got 503
+    "retry later", though a retry can never succeed; it is RequestTooLargeError (HTTP 413),
+    even with the queue empty, and one that fits still runs."""
+    batcher, gate, _ = gated_batcher(served, max_enqueued_batches=2)
+    gate.set()
+    try:
+        rows = np.zeros((9, FEATURES), np.float32)  # 2 batches of 4 hold 8 rows
+        with pytest.raises(RequestTooLargeError, match="needs more than max_enqueued_batches 2"):
+            batcher.submit([rows])
+        assert batcher.submit([rows[:8]]).result(30)[0].shape[0] == 8
+    finally:
+        batcher.close()
 
 
 def test_requests_beyond_max_enqueued_batches_fail_fast(served):
