@@ -8,6 +8,7 @@ here at compile time: Conv2D's HWIO to OIHW, DepthwiseConv2dNative's HWCM to C x
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_nn as nn
@@ -191,3 +192,48 @@ def space_to_batch(op, b):
 @lowering("BatchToSpaceND")
 def batch_to_space(op, b):
     return [b(ctf.BatchToSpaceOp, b.input(op, 0), *_block_arguments(op, b, "crops"))]
+
+
+@lowering("Conv2DBackpropInput", "Conv3DBackpropInputV2")
+def conv_backprop_input(op, b):
+    """A transposed convolution (Keras ConvNDTranspose): core.ConvolutionBackpropData with
+    the padding TF's forward convolution had, and output_padding for the rows a stride leaves
+    over, from the static spatial sizes of the gradient and of the result."""
+    data_format = b.attr(op, "data_format", "NHWC")
+    spatial = len(data_format) - 2
+    w, dy = b.input(op, 1), b.input(op, 2)
+    padding = b.attr(op, "padding")
+    if padding not in ("SAME", "VALID"):
+        raise b.fail(f"padding '{padding}' is not supported")
+    result = op.results[0].type
+    if b.rank(w) is None or b.rank(dy) is None or not isinstance(result, TensorType):
+        raise b.fail("a transposed convolution needs ranked operands")
+    kernel = w.type.get_shape()[:spatial]
+    grad = b.spatial(dy.type.get_shape(), data_format)
+    out = b.spatial(result.get_shape(), data_format)
+    if min([*kernel, *grad, *out]) < 0:
+        raise b.fail("a transposed convolution needs static spatial sizes")
+    strides = b.spatial(b.attr(op, "strides"), data_format)
+    dilations = b.spatial(b.attr(op, "dilations", [1] * (spatial + 2)), data_format)
+    begin, end, extra = [], [], []
+    for g, o, k, s, d in zip(grad, out, kernel, strides, dilations, strict=True):
+        full = (g - 1) * s + (k - 1) * d + 1
+        total = max(full - o, 0) if padding == "SAME" else 0
+        begin.append(total // 2)
+        end.append(total - total // 2)
+        extra.append(o - (full - total))
+    # [spatial..., in, out] of the forward convolution -> [out (our C_in), in, spatial...]
+    filters = b.transpose(w, (spatial + 1, spatial, *range(spatial)))
+    y = b(
+        nn.ConvolutionBackpropDataOp,
+        b.to_nchw(dy, data_format),
+        filters,
+        None,
+        strides=strides,
+        pads_begin=begin,
+        pads_end=end,
+        dilations=dilations,
+        auto_pad="explicit",
+        output_padding=extra,
+    )
+    return [b.to_nhwc(y, data_format)]

@@ -149,6 +149,23 @@ def test_resize_with_both_flags_is_refused(tmp_path):
         mlconv.compile(folder, quiet=True)
 
 
+def test_transposed_convolutions_match_keras(tmp_path):
+    """Conv2DBackpropInput (SAME with stride 2; VALID with stride 3 and leftover rows) and
+    Conv1DTranspose, `None` batch, at two batch sizes."""
+    keras.utils.set_random_seed(4)
+    inputs = keras.Input((5, 6, 2))
+    layers = keras.layers
+    same = layers.Conv2DTranspose(3, 3, strides=2, padding="same")(inputs)
+    valid = layers.Conv2DTranspose(2, 4, strides=3)(inputs)
+    line = layers.Conv1DTranspose(3, 3, strides=2, padding="same")(layers.Reshape((30, 2))(inputs))
+    model = keras.Model(inputs, [same, valid, line])
+    model.export(str(tmp_path / "transposed"), format="tf_saved_model", verbose=False)
+    run = mlconv.compile(str(tmp_path / "transposed"), quiet=True)
+    for batch in BATCHES:
+        x = np.random.default_rng(batch).standard_normal((batch, 5, 6, 2)).astype(np.float32)
+        assert_matches(run(x), [np.asarray(y) for y in model(x)], ["same", "valid", "line"])
+
+
 # --------------------------------------------------------------------------- TFLite builtins (item 2)
 
 TFLITE_BUILTINS = {
