@@ -342,20 +342,28 @@ def cache_dir() -> Path:
 
 
 def source_digest(source: Any) -> str | None:
-    """SHA-256 of the model's source: a file's bytes, a folder's files (names and bytes), an
-    onnx.ModelProto's serialization; None for anything else (an IR module) or an unreadable
-    or oversized source."""
+    """SHA-256 of the model's source: a file's bytes (with the external-data files beside it
+    whose names start with its name, `model.onnx.data`), a folder's files (names and bytes), an
+    onnx.ModelProto's serialization; None for anything else (an IR module) or an unreadable or
+    oversized source. A file's digest is remembered by its path, size, mtime and inode
+    (`file_digest`), so an unchanged model is not read again."""
     digest = hashlib.sha256()
     try:
         if isinstance(source, str | os.PathLike):
             path = Path(source)
-            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            if path.is_dir():
+                files = sorted(p for p in path.rglob("*") if p.is_file())
+            else:
+                files = [path] + sorted(
+                    p
+                    for p in path.parent.iterdir()
+                    if p.name.startswith(path.name) and p != path and p.is_file()
+                )
             if sum(p.stat().st_size for p in files) > SOURCE_LIMIT:
                 return None
             for file in files:
-                digest.update(str(file.relative_to(path) if path.is_dir() else "").encode())
-                with open(file, "rb") as f:
-                    digest.update(hashlib.file_digest(f, "sha256").digest())
+                digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
+                digest.update(file_digest(file).encode())
             return digest.hexdigest()
         serialize = getattr(source, "SerializeToString", None)
         if serialize is not None:
@@ -364,6 +372,28 @@ def source_digest(source: Any) -> str | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def file_digest(file: Path) -> str:
+    """The SHA-256 of a file's bytes, remembered in the cache folder under its real path with
+    its size, mtime and inode (as ccache's direct mode), and computed again when one changed."""
+    real = os.path.realpath(file)
+    stat = os.stat(real)
+    identity = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    memo = cache_dir() / "sources" / f"{hashlib.sha256(real.encode()).hexdigest()}.json"
+    try:
+        with open(memo, encoding="utf-8") as f:
+            known = json.loads(f.read(4096))
+        if known.get("identity") == identity and isinstance(known.get("sha256"), str):
+            return known["sha256"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    with open(real, "rb") as f:
+        value = hashlib.file_digest(f, "sha256").hexdigest()
+    if time.time_ns() - stat.st_mtime_ns > 2_000_000_000:  # a file written in the last 2 s
+        # may change again within the mtime's granularity: not remembered (ccache's rule)
+        _write_json(memo, {"path": real, "identity": identity, "sha256": value})
+    return value
 
 
 def choice_key(source: Any, options: dict[str, Any] | None) -> str | None:
@@ -405,14 +435,17 @@ def read_choice(key: str | None) -> BackendChoice | None:
 
 
 def write_choice(key: str | None, choice: BackendChoice) -> None:
-    """Keep `choice` under `key` (atomically; a folder that cannot be written is skipped)."""
-    if key is None:
-        return
-    path = _choice_path(key)
+    """Keep `choice` under `key` (a folder that cannot be written is skipped)."""
+    if key is not None:
+        _write_json(_choice_path(key), choice.as_dict())
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write `data` to `path` atomically (a temporary file renamed); OSError ignored."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        temporary.write_text(json.dumps(choice.as_dict(), indent=1) + "\n", encoding="utf-8")
+        temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         os.replace(temporary, path)
     except OSError:
         pass

@@ -30,10 +30,10 @@ def auto_backend(monkeypatch, tmp_path):
     monkeypatch.setenv("MLCONV_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def small_model(path) -> np.ndarray:
+def small_model(path, seed: int = 0) -> np.ndarray:
     """Conv 3->8 (3x3) + Relu + global average pool + Gemm 8->5, seeded weights, written to
     `path`; returns an input."""
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     weights = [
         numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w"),
         numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b"),
@@ -217,3 +217,12 @@ def test_a_choice_measured_under_load_is_measured_again_when_quiet(tmp_path, mon
     again = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
     assert again.backend_choice.reason == "measured"
     assert again.backend_choice.load == 0.1
+
+
+def test_a_changed_model_is_measured_again(tmp_path):
+    path = tmp_path / "small.onnx"
+    small_model(path)
+    assert mlconv.compile(path, device="cpu", quiet=True).backend_choice.reason == "measured"
+    assert mlconv.compile(path, device="cpu", quiet=True).backend_choice.reason == "cached"
+    small_model(path, seed=1)  # other weights, same file name
+    assert mlconv.compile(path, device="cpu", quiet=True).backend_choice.reason == "measured"
