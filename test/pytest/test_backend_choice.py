@@ -76,7 +76,7 @@ def light_models(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("light")
     models = {}
-    for name in ("squeezenet", "shufflenet"):
+    for name in ("squeezenet", "inception_v1"):
         source = onnx.load(f"{onnx.__path__[0]}/backend/test/data/light/light_{name}.onnx")
         initializers = {t.name for t in source.graph.initializer}
         graph_input = next(i for i in source.graph.input if i.name not in initializers)
@@ -91,7 +91,7 @@ def light_models(tmp_path_factory):
     return models
 
 
-@pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
+@pytest.mark.parametrize("name", ["squeezenet", "inception_v1"])
 def test_auto_picks_a_backend_that_matches_onnxruntime(light_models, name):
     path, inputs = light_models[name]
     run = mlconv.compile(path, device="cpu", quiet=True)
