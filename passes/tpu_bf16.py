@@ -94,6 +94,17 @@ F32_ACCUMULATORS = frozenset(
 """Reductions that XLA keeps a float32 accumulator for (max and min are exact in bfloat16)."""
 
 
+FUSED = frozenset(
+    """abs add clamp div exp logistic max min mul neg rsqrt select_n sqrt square sub tanh""".split()
+)
+"""Elementwise ops XLA fuses into a product's epilogue in its float32 accumulator."""
+
+
+def _single_use(value: SSAValue) -> bool:
+    uses = iter(value.uses)
+    return next(uses, None) is not None and next(uses, None) is None
+
+
 def _f32_accumulation(op: Operation) -> str | None:
     """ "products" for a float32 dot or convolution, "reduction" for a float32 sum-like
     reduction, None otherwise."""
@@ -140,6 +151,7 @@ class RegionConverter:
         new = Block(arg_types=[a.type for a in old.args])
         env: dict[SSAValue, SSAValue] = {}
         self.exact = {}
+        self.excess: set[SSAValue] = set()
         for old_arg, arg in zip(old.args, new.args, strict=True):
             env[old_arg] = self.cast(new, region_op.location, arg, BF16) if _is_f32(arg) else arg
             if _is_f32(arg):
@@ -155,6 +167,8 @@ class RegionConverter:
                     array = array.astype(BF16)
                 env[op.output] = self.constant(new, op, array)
             elif isinstance(op, tpu.PrimitiveOp) and not op.regions and not self.filtered(op):
+                if self.fused_epilogue(new, op, env):
+                    continue
                 params = {k: _to_bf16_param(v) for k, v in op.params().items()}
                 primitive = tpu.primitive(op.PRIMITIVE)
                 multiple = op.MULTIPLE_RESULTS
@@ -177,6 +191,12 @@ class RegionConverter:
 
                 outputs = self.emit(new, op.location, bind, [env[v] for v in op.operands])
                 env.update(zip(op.results, outputs, strict=True))
+                if accumulate and len(op.results) == 1:  # its float32 accumulator, for a
+                    # fused epilogue (the convert above is dropped if nobody reads it)
+                    (result,) = outputs
+                    accumulator = result.owner.operands[0]
+                    self.exact[op.results[0]] = accumulator
+                    self.excess.add(op.results[0])
             else:
                 self.keep_float32(new, op, env)
         # Conversions and constants nobody reads (float32 originals not needed after all).
@@ -185,6 +205,32 @@ class RegionConverter:
                 new.erase_op(op)
         region_op.body.detach_block(old)
         region_op.body.add_block(new)
+
+    def fused_epilogue(self, block: Block, op: Operation, env: dict[SSAValue, SSAValue]) -> bool:
+        """An elementwise float32 op reading the float32 accumulator of a dot, convolution or
+        sum (or of such an op) that nothing else reads, computed in float32 and rounded once
+        where it is read as bfloat16: XLA fuses such an epilogue (bias, BatchNorm scale and
+        shift, activation) into the product and keeps the excess precision inside the fusion
+        (xla_allow_excess_precision); a value read twice is materialized, in bfloat16."""
+        if op.PRIMITIVE not in FUSED or len(op.results) != 1 or not _is_f32(op.results[0]):
+            return False
+        if not any(v in self.excess and _single_use(v) for v in op.operands):
+            return False
+        inputs = [
+            self.exact[v]
+            if v in self.excess and _single_use(v)
+            else self.float32(block, op.location, v, env)
+            for v in op.operands
+        ]
+        params = op.params()
+        primitive = tpu.primitive(op.PRIMITIVE)
+        (result,) = self.emit(
+            block, op.location, lambda *xs: [primitive.bind(*xs, **params)], inputs
+        )
+        self.exact[op.results[0]] = result
+        self.excess.add(op.results[0])
+        env[op.results[0]] = self.cast(block, op.location, result, BF16)
+        return True
 
     @staticmethod
     def constant(block: Block, op: Operation, array: np.ndarray) -> SSAValue:

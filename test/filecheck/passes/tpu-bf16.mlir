@@ -54,3 +54,35 @@ func.func @iota_convert() -> tensor<4xf32> {
   }) {device = "tpu"} : () -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A dot multiplies bf16 operands into its float32 accumulator (preferred_element_type f32);
+// the bias add and ReLU it feeds alone are its fused epilogue, in f32, rounded once; a sum
+// reads a value used twice (materialized: bf16) and accumulates in f32; the region's result
+// is the accumulator itself (rounding it to bf16 and back would only lose bits).
+// CHECK-LABEL: func.func @dot_epilogue_sum
+// CHECK:         %[[A:.*]] = "tpu.convert_element_type"(%{{.*}}) {new_dtype = bf16, {{.*}}} : (tensor<1x4xf32>) -> tensor<1x4xbf16>
+// CHECK:         %[[D:.*]] = "tpu.dot_general"(%[[A]], %{{.*}}) {{{.*}}preferred_element_type = f32{{.*}}} : (tensor<1x4xbf16>, tensor<4x2xbf16>) -> tensor<1x2xf32>
+// CHECK:         %[[ADD:.*]] = "tpu.add"(%[[D]], %{{.*}}) : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+// CHECK:         %[[RELU:.*]] = "tpu.max"(%[[ADD]], %{{.*}}) : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+// CHECK-NEXT:    %[[R:.*]] = "tpu.convert_element_type"(%[[RELU]]) {new_dtype = bf16, {{.*}}} : (tensor<1x2xf32>) -> tensor<1x2xbf16>
+// CHECK:         %[[MUL:.*]] = "tpu.mul"(%[[R]], %[[R]]) : (tensor<1x2xbf16>, tensor<1x2xbf16>) -> tensor<1x2xbf16>
+// CHECK-NEXT:    %[[UP:.*]] = "tpu.convert_element_type"(%[[MUL]]) {new_dtype = f32, {{.*}}} : (tensor<1x2xbf16>) -> tensor<1x2xf32>
+// CHECK-NEXT:    %[[SUM:.*]] = "tpu.reduce_sum"(%[[UP]]) {{.*}} : (tensor<1x2xf32>) -> tensor<1xf32>
+// CHECK-NEXT:    tpu.yield %[[SUM]] : tensor<1xf32>
+func.func @dot_epilogue_sum(%x: tensor<1x4xf32>) -> tensor<1xf32> {
+  %0 = "tpu.region"(%x) ({
+  ^bb0(%a: tensor<1x4xf32>):
+    %w = tpu.constant {value = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>} : tensor<4x2xf32>
+    %b = tpu.constant {value = dense<[[0.5, -0.5]]> : tensor<1x2xf32>} : tensor<1x2xf32>
+    %z = tpu.constant {value = dense<0.0> : tensor<1x2xf32>} : tensor<1x2xf32>
+    %d = "tpu.dot_general"(%a, %w) {dimension_numbers = [[array<i64: 1>, array<i64: 0>], [array<i64>, array<i64>]], precision, preferred_element_type = f32, out_sharding} : (tensor<1x4xf32>, tensor<4x2xf32>) -> tensor<1x2xf32>
+    %s = "tpu.add"(%d, %b) : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+    %r = "tpu.max"(%s, %z) : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+    %m = "tpu.mul"(%r, %r) : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+    %t = "tpu.reduce_sum"(%m) {axes = array<i64: 1>, out_sharding} : (tensor<1x2xf32>) -> tensor<1xf32>
+    tpu.yield %t : tensor<1xf32>
+  }) {device = "tpu"} : (tensor<1x4xf32>) -> tensor<1xf32>
+  func.return %0 : tensor<1xf32>
+}
