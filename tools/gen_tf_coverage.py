@@ -193,7 +193,7 @@ def _backbone_cases(keras_hub):
             mlp_dim=16,
         ),
         "ResNetBackbone": lambda: keras_hub.models.ResNetBackbone(
-            input_conv_filters=[8],
+            input_conv_filters=[64],
             input_conv_kernel_sizes=[7],
             stackwise_num_filters=[64],
             stackwise_num_blocks=[1],

@@ -9,6 +9,7 @@ either, so they are passed through and only rewritten where their meaning differ
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 
 from mlconv.dense import to_numpy
 from mlconv.dialects import core_elementwise as ew
@@ -254,3 +255,60 @@ def reverse(op, b):
     return [
         b(ctf.StridedSliceOp, x, zeros, zeros, b.ints(strides), begin_mask=every, end_mask=every)
     ]
+
+
+@lowering("Bucketize")
+def bucketize(op, b):
+    """The number of boundaries <= x (Keras Discretization), as int32."""
+    x = b.input(op, 0)
+    boundaries = np.asarray(b.attr(op, "boundaries", []), b.dtype(x))
+    above = b(ew.GreaterEqualOp, b(ct.UnsqueezeOp, x, b.ints([-1])), b.const(boundaries))
+    counts = b(ct.ConvertOp, above, destination_type=op.results[0].type.get_element_type())
+    return [b(ct.ReduceSumOp, counts, b.ints([-1]), keep_dims=False)]
+
+
+@lowering("BroadcastArgs")
+def broadcast_args(op, b):
+    """The broadcast of two shapes: the shorter padded with leading ones, then per dim the
+    other's size where one is 1."""
+    shapes = [b.input(op, 0), b.input(op, 1)]
+    lengths = [v.type.get_shape()[0] if b.rank(v) == 1 else -1 for v in shapes]
+    if min(lengths) < 0:
+        raise b.fail("needs shapes of static lengths")
+    dtype = b.dtype(shapes[0])
+    longest = max(lengths)
+    padded = [
+        v if n == longest else b(ct.ConcatOp, [b.const(np.ones(longest - n, dtype)), v], axis=0)
+        for v, n in zip(shapes, lengths, strict=True)
+    ]
+    one = b(ew.EqualOp, padded[0], b.const(np.ones((), dtype)))
+    return [b(ct.SelectOp, one, padded[1], padded[0])]
+
+
+@lowering("DenseBincount")
+def dense_bincount(op, b):
+    """Counts (or, binary_output, presence) of each value in [0, size) per row of a 1-D or
+    2-D input (Keras CategoryEncoding), without weights."""
+    x, size, weights = b.input(op, 0), b.input(op, 1), b.input(op, 2)
+    known = b.constant(size)
+    last = op.results[0].type.get_shape()[-1] if isinstance(op.results[0].type, TensorType) else -1
+    if known is None and last < 0:
+        raise b.fail("needs a constant size (or a result of static width)")
+    # Keras computes the size from the data (max(x) + 1 at least num_tokens); its result
+    # type gives the width the model promises.
+    count = int(known.reshape(())) if known is not None else last
+    given = b.constant(weights)
+    if given is None or given.size:
+        raise b.fail("DenseBincount with weights is not supported")
+    rank = b.rank(x)
+    if rank not in (1, 2):
+        raise b.fail("counts 1-D or 2-D inputs only")
+    hits = b(
+        ew.EqualOp, b(ct.UnsqueezeOp, x, b.ints([-1])), b.const(np.arange(count, dtype=b.dtype(x)))
+    )
+    result = op.results[0].type.get_element_type()
+    if b.attr(op, "binary_output", False):
+        present = b(ct.ReduceLogicalOrOp, hits, b.ints([rank - 1]), keep_dims=False)
+        return [b(ct.ConvertOp, present, destination_type=result)]
+    counts = b(ct.ConvertOp, hits, destination_type=result)
+    return [b(ct.ReduceSumOp, counts, b.ints([rank - 1]), keep_dims=False)]
