@@ -96,6 +96,20 @@ class OpsModule(tf.Module):
                     images=x, size=size, align_corners=corners, half_pixel_centers=half
                 )
         out["contrast"] = tf.image.adjust_contrast(x, 1.7)
+        buckets = tf.raw_ops.Bucketize(input=x, boundaries=[-1.0, 0.0, 0.5])
+        out["bucketize"] = tf.cast(buckets, tf.float32) + x
+        target = tf.raw_ops.BroadcastArgs(s0=tf.shape(mean[0]), s1=tf.shape(x))
+        out["broadcast_args"] = tf.broadcast_to(mean[0], target) * x
+        ids = tf.reshape(
+            tf.cast(tf.clip_by_value(x[..., 0] * 2.0 + 2.0, 0.0, 4.0), tf.int32), [-1, 48]
+        )
+        counts = tf.raw_ops.DenseBincount(
+            input=ids, size=5, weights=tf.zeros([0]), binary_output=False
+        )
+        out["bincount"] = counts + tf.reduce_sum(x, axis=[1, 2])[:, :1]
+        out["size"] = tf.cast(tf.size(x), tf.float32) * x + tf.zeros_like(x)
+        rows = tf.stack([tf.shape(x)[0], 3, 4, -1])
+        out["computed_slice"] = tf.slice(x, [0, 1, 2, 1], rows)
         signal = x[:, :, :, 0]  # [batch, 6, 8]: transforms along the last axis
         spectrum = tf.signal.rfft(signal)
         out["rfft_abs"] = tf.abs(spectrum)
