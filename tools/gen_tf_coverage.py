@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import tempfile
 import traceback
 from pathlib import Path
@@ -315,7 +316,8 @@ def run_census(only: str | None = None) -> tuple[list, dict]:
 
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
-    return (text[0] if text else type(error).__name__)[:160].replace("|", "/")
+    line = (text[0] if text else type(error).__name__).replace("|", "/")
+    return re.sub(r"/tmp/mlconv-census-[^/]+/saved", "SAVED", line)[:160]
 
 
 def render(rows, tf_ops_seen) -> str:
@@ -339,7 +341,8 @@ def render(rows, tf_ops_seen) -> str:
         "",
         f"- Keras 3 layers that convert and match: **{layers_ok} of {layers}**",
         f"- keras_hub backbones that convert and match: **{hub_ok} of {hub}**",
-        f"- TF op types seen: {len(tf_ops_seen)}, with a lowering to core: {len(lowered)}",
+        f"- TF op types seen: {len(tf_ops_seen)}, with a lowering to core: {len(lowered)} (the",
+        "  types of models whose import or export failed are not counted)",
         "",
         "| model | kind | result | TF ops without a lowering |",
         "|---|---|---|---|",
