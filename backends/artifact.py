@@ -83,6 +83,7 @@ def save_artifact(
     placement: dict[str, str] | None = None,
     sharding: Any = None,
     host: tuple[dict[str, Any], Sequence[tuple[str, Any]]] | None = None,
+    texts: dict[str, str] | None = None,
     symbolic: Any = None,
 ) -> dict[str, Any]:
     """Write the tpu-level `module` as an artifact folder; returns the manifest. The TPU
@@ -96,7 +97,8 @@ def save_artifact(
     tpu-level module, exported for the host; or the bytes of a GraphDef TensorFlow runs),
     see backends/host_part.py. `symbolic` (backends/symbolic.Generalized) exports the module,
     lowered at probe sizes of its dynamic dims, with symbolic dims: the manifest's
-    `symbolic_dims` names them, its inputs have -1 there."""
+    `symbolic_dims` names them, its inputs have -1 there. `texts` are text files (reports) by
+    name, written in OUTDIR with the rest, their SHA-256s recorded too."""
     from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
     from mlconv.backends.module_io import find_main, value_names
@@ -243,6 +245,8 @@ def save_artifact(
                 placement={_function_name([k], 0): v for k, v in (placement or {}).items()},
                 batched=dict(batched),
             )
+        for name, text in (texts or {}).items():  # reports: plain names in OUTDIR
+            (staging / Path(name).name).write_text(text)
         manifest["files"] = record_files(staging)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         os.chmod(staging, 0o755)

@@ -136,7 +136,7 @@ def parse_json(body: bytes, specs: Sequence[Any], limits: RequestLimits) -> dict
     except UnicodeDecodeError as error:
         raise RequestError(400, f"the body is not UTF-8 ({error.reason})") from None
     except (json.JSONDecodeError, RecursionError) as error:
-        raise RequestError(400, f"the body is not JSON: {str(error)[:200]}") from None
+        raise RequestError(400, f"the body is not JSON: {_shown(str(error)[:200])}") from None
     if not isinstance(request, dict) or not isinstance(request.get("inputs"), dict):
         raise RequestError(400, 'the body must be {"inputs": {NAME: values}}')
     by_name = {spec.name: spec for spec in specs}
@@ -148,9 +148,14 @@ def _check_names(given: Mapping[str, Any], by_name: Mapping[str, Any]) -> None:
     unknown = [n for n in given if n not in by_name]
     missing = [n for n in by_name if n not in given]
     if unknown or missing:
-        parts = [f"unknown inputs: {', '.join(n[:80] for n in unknown[:10])}"] if unknown else []
+        parts = [f"unknown inputs: {', '.join(_shown(n) for n in unknown[:10])}"] if unknown else []
         parts += [f"missing inputs: {', '.join(missing)}"] if missing else []
         raise RequestError(422, "; ".join(parts) + f" (the model's inputs: {', '.join(by_name)})")
+
+
+def _shown(name: str) -> str:
+    """A name from the request as it may appear in a one-line message (escaped, cut)."""
+    return ascii(name[:80])[1:-1]
 
 
 def json_array(value: Any, spec: Any) -> np.ndarray:
@@ -223,7 +228,7 @@ def parse_npz(body: bytes, specs: Sequence[Any], limits: RequestLimits) -> dict[
         archive = zipfile.ZipFile(io.BytesIO(body))
         members = archive.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as error:
-        raise RequestError(400, f"the body is not an .npz archive: {error}") from None
+        raise RequestError(400, f"the body is not an .npz archive: {_shown(str(error))}") from None
     if len(members) > 4 * len(specs) + 16:
         raise RequestError(400, f"the .npz holds {len(members)} members")
     total = sum(member.file_size for member in members)
@@ -236,17 +241,17 @@ def parse_npz(body: bytes, specs: Sequence[Any], limits: RequestLimits) -> dict[
     arrays: dict[str, np.ndarray] = {}
     for member in members:
         if not member.filename.endswith(".npy"):
-            raise RequestError(400, f"the .npz member {member.filename[:80]!r} is not an .npy")
+            raise RequestError(400, f"the .npz member '{_shown(member.filename)}' is not an .npy")
         name = member.filename[:-4]
         try:
             with archive.open(member) as f:
                 data = f.read(member.file_size + 1)
         except (zipfile.BadZipFile, ValueError, EOFError, OSError, RuntimeError) as error:
             raise RequestError(
-                400, f"the .npz member {name[:80]!r} cannot be read: {error}"
+                400, f"the .npz member '{_shown(name)}' cannot be read: {_shown(str(error))}"
             ) from None
         if len(data) != member.file_size:
-            raise RequestError(400, f"the .npz member {name[:80]!r} is not as long as recorded")
+            raise RequestError(400, f"the .npz member '{_shown(name)}' is not as long as recorded")
         arrays[name] = _npy(data, name)
     _check_names(arrays, by_name)
     result = {}
@@ -276,14 +281,16 @@ def _npy(data: bytes, name: str) -> np.ndarray:
         else:
             raise ValueError(f"version {version}")
     except (ValueError, SyntaxError, TypeError) as error:
-        raise RequestError(400, f"input '{name[:80]}': not an .npy array: {error}") from None
+        raise RequestError(
+            400, f"input '{_shown(name)}': not an .npy array: {_shown(str(error))}"
+        ) from None
     if dtype.hasobject or dtype.kind not in "biuf" and dtype.name not in ("bfloat16",):
-        raise RequestError(422, f"input '{name[:80]}': dtype {dtype} is not taken")
+        raise RequestError(422, f"input '{_shown(name)}': dtype {dtype} is not taken")
     count = math.prod(shape)
     offset = stream.tell()
     if count * dtype.itemsize != len(data) - offset:
         raise RequestError(
-            400, f"input '{name[:80]}': the .npy header's shape does not match its data"
+            400, f"input '{_shown(name)}': the .npy header's shape does not match its data"
         )
     array = np.frombuffer(data, dtype, count, offset)
     return array.reshape(shape, order="F" if fortran else "C")

@@ -532,6 +532,13 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
             if source is None:
                 raise FrontendError(f"input port {port.get('id')} has no edge", layer.get("name"))
             sources[layer_id].append(source[0])
+    for layer in layers.values():  # the two kinds the reader wires itself
+        kind = layer.get("type")
+        inputs, outputs = len(layer.findall("input/port")), len(layer.findall("output/port"))
+        if kind == "Parameter" and (inputs, outputs) != (0, 1):
+            raise FrontendError("a Parameter needs one output port and no input", layer.get("name"))
+        if kind == "Result" and (inputs, outputs) != (1, 0):
+            raise FrontendError("a Result needs one input port and no output", layer.get("name"))
     order = _topological(layers, sources)
     unknown = sorted(
         {
@@ -569,6 +576,8 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
             op = _const(data, out_types[0], weights, name)
         else:
             op = _build(layer, type_, name, data, inputs, out_types, RENAMES, parse_value)
+        if len(op.results) != len(out_ports):
+            raise FrontendError(f"{type_} has {len(out_ports)} output ports", name)
         op.location = NameLoc(StringAttr(name or ""), NoneAttr())
         block.add_op(op)
         for port, result in zip(out_ports, op.results, strict=True):

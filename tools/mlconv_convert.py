@@ -419,6 +419,11 @@ def convert(
         )
     from google.protobuf import text_format
 
+    texts = {}  # written inside the artifact, so their SHA-256s are recorded with the rest
+    if quantized:
+        report += "".join(q.format() for q in quantized)
+        texts[QUANTIZATION_REPORT] = "".join(q.format() for q in quantized)
+    texts[REPORT] = report
     manifest = phases.run(
         "export and write",
         lambda: save_artifact(
@@ -431,6 +436,7 @@ def convert(
             sharding=mesh,
             host=host,
             symbolic=generalized,
+            texts=texts,
             extra={
                 "bfloat16": settings.bfloat16,
                 "io_shape_optimization": settings.io_shape_optimization,
@@ -441,10 +447,6 @@ def convert(
             },
         ),
     )
-    if quantized:
-        report += "".join(q.format() for q in quantized)
-        (Path(output) / QUANTIZATION_REPORT).write_text("".join(q.format() for q in quantized))
-    (Path(output) / REPORT).write_text(report)
     if not quiet:
         print(report, end="", file=sys.stderr)
     if pending and not quiet:

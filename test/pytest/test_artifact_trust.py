@@ -55,9 +55,9 @@ def test_manifest_records_a_sha256_per_file(artifact):
     on_disk = {
         p.relative_to(artifact).as_posix()
         for p in artifact.rglob("*")
-        if p.is_file() and p.name not in ("manifest.json", "conversion_report.txt")
+        if p.is_file() and p.name != "manifest.json"
     }
-    assert on_disk <= set(files)
+    assert on_disk == set(files) and "conversion_report.txt" in files
 
 
 def test_flipped_bytes_in_an_export_are_refused(artifact, tmp_path):

@@ -167,6 +167,21 @@ BAD = {
         "repeated",
     ),
     "not XML": (("<net><layers>", b""), "not an OpenVINO IR .xml"),
+    # found by bench/fuzz.py: a Parameter turned Result left its users without a value
+    "Parameter with an input port": (
+        (
+            ir(
+                [
+                    layer(0, "Result", outputs=[port(0, [2])]),
+                    layer(1, "ReLU", inputs=[port(0, [2])], outputs=[port(1, [2])]),
+                    layer(2, "Result", inputs=[port(0, [2])]),
+                ],
+                [(0, 0, 1, 0), (1, 1, 2, 0)],
+            ),
+            b"",
+        ),
+        "a Result needs one input port and no output",
+    ),
     "billion laughs": (
         (
             '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'

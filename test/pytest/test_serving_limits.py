@@ -196,6 +196,11 @@ CASES = {
         json.dumps({"inputs": {"x": [[0.0]], "k": [[0]], "evil": [1]}}).encode(),
         "application/json", None, 422, "unknown inputs: evil",
     ),
+    # found by bench/fuzz.py: a name with a newline made a two-line error
+    "a name with a newline": (
+        json.dumps({"inputs": {"x\nevil": [0.0]}}).encode(),
+        "application/json", None, 422, "unknown inputs: x\\nevil",
+    ),
     "wrong shape": (as_json({**inputs(4), "x": np.zeros((3, 8), np.float32)}), "application/json", None, 422, "expected shape"),
     "truncated zip": (_npz(**inputs(5))[:-40], "application/x-npz", None, 400, "not an .npz"),
     "not a zip": (b"PK\x03\x04garbage", "application/x-npz", None, 400, "not an .npz"),
