@@ -545,3 +545,44 @@ def test_mlconv_run_serve_batches_http_requests(artifact):
         process.terminate()
         process.wait(30)
     assert process.returncode == 0
+
+
+# --------------------------------------------------------------------------- exact padded sizes
+
+
+@pytest.mark.parametrize(
+    "allowed, rows, sizes",
+    [
+        # each request alone in its batch: the next allowed size, never the largest
+        ((2, 4, 8), [1, 2, 3, 5, 8], [2, 2, 4, 8, 8]),
+        # no allowed sizes: a batch runs at its own number of rows
+        ((), [1, 3, 7], [1, 3, 7]),
+    ],
+)
+def test_each_batch_runs_at_the_next_allowed_size(allowed, rows, sizes):
+    """Issue 31: padding every batch to the largest allowed size passed test_batching (it only
+    checked that the sizes used were allowed ones). The executable here records the exact size
+    of each batch it is given; each caller still gets exactly its own rows."""
+    ran: list[int] = []
+
+    def executable(size):
+        def run(x):
+            assert x.shape == (size, FEATURES)
+            ran.append(size)
+            return [x * 2.0]
+
+        return run
+
+    config = BatchConfig(max_batch_size=8, allowed_batch_sizes=allowed)
+    signature = InputSignature(("x",), (np.dtype(np.float32),), ((FEATURES,),))
+    batcher = Batcher(executable, config, signature, "exact")
+    rng = np.random.default_rng(31)
+    try:
+        for n in rows:  # one at a time: each request is its own batch
+            x = rng.standard_normal((n, FEATURES)).astype(np.float32)
+            np.testing.assert_array_equal(batcher([x])[0], x * 2.0)
+    finally:
+        batcher.close()
+    assert ran == sizes
+    assert batcher.stats["padding"] == sum(sizes) - sum(rows)
+    assert config.padded_size(9) == 9  # beyond the largest: split upstream, never padded down

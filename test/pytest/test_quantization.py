@@ -625,3 +625,58 @@ def test_trained_float_input_layers_help(trained_model, tmp_path) -> None:
         FLOAT_INPUT_LAYERS_GAIN[trained_model[0]],
         "quantize_input_layers",
     )
+
+
+def test_core_quantize_ranges_match_onnxruntimes_quantizer() -> None:
+    """Issue 31: a zero point off by one step, or weights quantized per tensor instead of per
+    output channel, passed every accuracy test. The FakeQuantize ranges core-quantize writes
+    are checked here against onnxruntime's quantizer (compute_scale_zp) on the same ranges:
+    data uint8 asymmetric (low = -zero_point * scale), weights int8 symmetric per channel."""
+    from onnxruntime.quantization.quant_utils import compute_scale_zp
+
+    from mlconv.dense import to_numpy
+    from mlconv.dialects.core_quant import FakeQuantizeOp
+
+    module = _calibrated_core_model()
+    _apply(module, "core-quantize{mode=static}")
+
+    def value(v):
+        return to_numpy(v.owner.value).astype(np.float64)
+
+    data_ranges = {(-1.5, 3.5), (0.0, 12.0), (-8.0, 8.0)}
+    seen_data, seen_weights = set(), 0
+    for op in module.walk():
+        if not isinstance(op, FakeQuantizeOp):
+            continue
+        low, high = value(op.operands[1]), value(op.operands[2])
+        levels = op.attributes["levels"].value.data
+        if levels == 255:
+            # weights: one symmetric range per output channel, max|w| of that channel
+            w = value(op.operands[0])
+            out_axis = 0 if w.ndim > 2 else 1  # OIHW / GOIHW: 0; MatMul [K, N]: 1
+            channels = w.shape[out_axis]
+            assert low.size == (channels * (w.shape[1] if w.ndim == 5 else 1)), low.shape
+            moved = np.moveaxis(w, out_axis, 0).reshape(channels, -1)
+            if w.ndim == 5:  # (groups, out per group, ...): a range per (group, channel)
+                moved = w.reshape(w.shape[0] * w.shape[1], -1)
+            for c, row in enumerate(moved):
+                bound = np.float32(np.abs(row).max())
+                _, scale = compute_scale_zp(
+                    -bound, bound, np.array(-127, np.int8), np.array(127, np.int8), symmetric=True
+                )
+                np.testing.assert_allclose(high.reshape(-1)[c], 127 * scale, rtol=1e-6)
+                np.testing.assert_allclose(low.reshape(-1)[c], -127 * scale, rtol=1e-6)
+            seen_weights += 1
+            continue
+        # data: the calibrated range nudged so 0 is a level, as onnxruntime's uint8 QDQ does
+        assert levels == 256 and low.size == high.size == 1
+        low, high = low.item(), high.item()
+        for rmin, rmax in data_ranges:
+            zero, scale = compute_scale_zp(
+                np.float32(rmin), np.float32(rmax), np.array(0, np.uint8), np.array(255, np.uint8)
+            )
+            if abs(high - low - 255 * float(scale)) < 1e-5 * (rmax - rmin):
+                np.testing.assert_allclose(low, -int(zero) * float(scale), rtol=1e-6)
+                np.testing.assert_allclose(high, (255 - int(zero)) * float(scale), rtol=1e-6)
+                seen_data.add((rmin, rmax))
+    assert seen_weights == 3 and seen_data == data_ranges
