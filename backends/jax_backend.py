@@ -469,10 +469,17 @@ def compile_module(module: ModuleOp, device: str | None = None) -> CompiledModul
 def export_stablehlo(module: ModuleOp, out_path: str) -> None:
     """Write `@main` as StableHLO text (`jax.jit(...).lower(...).as_text()`), weights included,
     for XLA tools and runtimes outside Python. Lowers a copy of the module to tpu ops first
-    when it is still at a framework or core level."""
+    when it is still at a framework or core level; inputs with dynamic dims are exported with
+    symbolic dims (backends/symbolic.py, the path mlconv-convert takes), one module for every
+    size."""
     from mlconv.api import lower_to_tpu
 
     if any(not op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk()):
+        from mlconv.backends.symbolic import export_symbolic, has_dynamic_inputs
+
+        if has_dynamic_inputs(module):  # symbolic dims, as mlconv-convert exports them
+            write_output(out_path, export_symbolic(module, lower_to_tpu).mlir_module())
+            return
         module = lower_to_tpu(module.clone())
     main = find_main(module)
     regions = [op for op in main.body.block.ops if isinstance(op, tpu.RegionOp)]

@@ -452,6 +452,45 @@ def export_region(region: Any, generalized: Generalized, platforms: Sequence[str
         ) from None
 
 
+def has_dynamic_inputs(module: Any) -> bool:
+    """Whether @main has an input with a dynamic dim (an input whose value decides a shape
+    then fails to lower at the probe sizes, in one line)."""
+    from mlconv.backends.module_io import find_main
+
+    main = find_main(module)
+    return any(d < 0 for a in main.body.block.args for d in getattr(a.type, "get_shape", tuple)())
+
+
+def export_symbolic(
+    module: Any, lower: Callable[[Any, str], Any], platforms: Sequence[str] = ("cpu",)
+) -> Any:
+    """A framework- or core-level module whose inputs have dynamic dims, lowered by
+    `lower(copy, input_shapes)` at the probe sizes and exported as one `jax.export.Exported`
+    with symbolic dims (its @main must become one tpu.region)."""
+    from mlconv.backends.module_io import find_main
+    from mlconv.dialects import tpu
+    from mlconv.passes.core_to_tpu import input_name
+
+    main = find_main(module)
+    args = main.body.block.args
+    shapes = [tuple(a.type.get_shape()) for a in args]
+    names = [input_name(main, i) for i in range(len(args))]
+    symbols = Symbols.of(shapes, names)
+    probes = symbols.probes()
+    lowered = []
+    for probe in probes:
+        at = ";".join(
+            f"{n}:{','.join(str(d) for d in s)}"
+            for n, s in zip(names, symbols.shapes_at(probe, shapes), strict=True)
+        )
+        lowered.append(lower(module.clone(), at))
+    generalized = generalize(lowered, symbols, probes)
+    regions = [op for op in find_main(lowered[0]).body.block.ops if isinstance(op, tpu.RegionOp)]
+    if len(regions) != 1:
+        raise BackendError("StableHLO export needs @main to be exactly one tpu.region")
+    return export_region(regions[0], generalized, platforms)
+
+
 # --------------------------------------------------------------------------- loading
 
 DEFAULT_CACHE_SIZE = 8
