@@ -180,6 +180,25 @@ def test_transposed_convolutions_match_keras(tmp_path):
         assert_matches(run(x), [np.asarray(y) for y in model(x)], ["same", "valid", "line"])
 
 
+def test_keras_preprocessing_model_export_matches(tmp_path):
+    """Rescaling, Resizing (bilinear, Keras's default) and Normalization inside a Keras model
+    exported with `Model.export()`, `None` batch, at two batch sizes."""
+    keras.utils.set_random_seed(5)
+    layers = keras.layers
+    inputs = keras.Input((10, 12, 3))
+    x = layers.Rescaling(1 / 127.5, offset=-1.0)(inputs)
+    x = layers.Resizing(7, 9)(x)
+    x = layers.Normalization(mean=[0.1, -0.2, 0.3], variance=[0.5, 1.5, 2.0])(x)
+    x = layers.Conv2D(4, 3, activation="relu")(x)
+    model = keras.Model(inputs, layers.Dense(3)(layers.GlobalAveragePooling2D()(x)))
+    model.export(str(tmp_path / "preprocessing"), format="tf_saved_model", verbose=False)
+    run = mlconv.compile(str(tmp_path / "preprocessing"), quiet=True)
+    rng = np.random.default_rng(5)
+    for batch in BATCHES:
+        x = rng.uniform(0, 255, (batch, 10, 12, 3)).astype(np.float32)
+        assert_matches(run(x), [np.asarray(model(x))], ["logits"])
+
+
 # --------------------------------------------------------------------------- TFLite builtins (item 2)
 
 TFLITE_BUILTINS = {
