@@ -112,3 +112,28 @@ def test_compile_check_numerics_correct(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
     w = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
     np.testing.assert_allclose(run(x)[0], np.tanh(np.maximum(x @ w, x)), rtol=1e-5, atol=1e-6)
+
+
+def test_check_numerics_honours_the_callers_tolerances(broken_max, max_mlir, tmp_path, capsys):
+    """Issue 31: `--check-numerics` ignoring the user's RTOL,ATOL passed this file. The broken
+    Max moves the output by d = max|tanh(max(xw, x)) - tanh(min(xw, x))| (computed here in
+    numpy): an atol just above d (rtol 0) accepts it, just below refuses it, and likewise an
+    rtol of just above / below d / max|before|."""
+    x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=x)
+    w = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
+    before = np.tanh(np.maximum(x @ w, x)).astype(np.float64)
+    d = float(np.abs(before - np.tanh(np.minimum(x @ w, x))).max())
+    scale = float(np.abs(before).max())
+    assert d > 0.1  # the bug moves the output
+    for tolerance, status in [
+        (f"0,{d * 1.02!r}", 0),
+        (f"0,{d * 0.98!r}", 1),
+        (f"{d / scale * 1.02!r},0", 0),
+        (f"{d / scale * 0.98!r},0", 1),
+    ]:
+        args = [max_mlir, "-p", PIPELINE, f"--check-numerics={tolerance}", "--inputs", str(inputs)]
+        assert mlconv_opt.main([*args, "-q"] if status else args) == status, tolerance
+        err = capsys.readouterr().err
+        assert ("numerics diverge after pass 'onnx-to-core'" in err) == bool(status), err

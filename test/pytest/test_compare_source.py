@@ -178,3 +178,48 @@ def test_demo_shows_passes_layers_and_graph(tmp_path, capsys):
     assert len(tops) == 3 and len(set(tops)) > 1, out
     assert "15 layers matched" in out and "first divergence: none" in out
     assert f"mlconv-view {tmp_path / 'demo_cnn.onnx'} --overlay-errors" in out
+
+
+def split_onnx(path) -> str:
+    """x @ w split into two halves that go separate ways: y = tanh(a) * sigmoid(b)."""
+    w = np.random.default_rng(2).standard_normal((4, 6)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Split", ["h"], ["a", "b"], name="split", axis=1, num_outputs=2),
+        helper.make_node("Tanh", ["a"], ["ta"], name="tanh"),
+        helper.make_node("Sigmoid", ["b"], ["sb"], name="sigmoid"),
+        helper.make_node("Mul", ["ta", "sb"], ["y"], name="mul"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_per_layer_compares_each_output_of_a_multi_output_node(tmp_path):
+    """Issue 31: per-layer comparison taking every node's output 0 passed this file. A Split's
+    two halves are both rows, each compared with its own result (the halves differ)."""
+    path = split_onnx(tmp_path / "split.onnx")
+    report = compare_with_source(path, per_layer=True, seed=1)
+    assert report.ok, report.format_table()
+    halves = [row for row in report.layers if row.location == "split"]
+    assert [row.name for row in halves] == ["a", "b"], report.format_table()
+    assert all(row.max_abs < 1e-5 for row in halves)
+
+
+def test_compare_with_source_runs_the_callers_inputs(broken_max, tmp_path):  # noqa: F811
+    """Issue 31: compare_with_source ignoring the caller's inputs passed this file. With Max
+    lowered to Minimum, x = 0 (x @ w = x) cannot tell them apart while random inputs can: so
+    the verdict shows which inputs ran."""
+    path = max_model(tmp_path / "max.onnx")
+    assert not compare_with_source(path, seed=0).ok
+    zeros = np.zeros((2, 4), np.float32)
+    assert compare_with_source(path, {"x": zeros}).ok
+    assert compare_with_source(path, [zeros]).ok
