@@ -159,6 +159,22 @@ class TpuBatchPass(ModulePass):
             wrap([regions[self.region]], attributes, regions[self.region])
 
 
+def _placed_within(model: Path, alias: str, placement: dict[str, str]) -> int | None:
+    """The index of the TPU function that runs the SavedModel function `alias` names (itself
+    or a function calling it, e.g. the serving signature placed by default), or None."""
+    if not model.is_dir():
+        return None
+    from mlconv.frontends.tf_placement import reachable, read_saved_model
+
+    meta = read_saved_model(model).meta_graphs[0]
+    names = [n for n, a in meta.meta_info_def.function_aliases.items() if a == alias]
+    library = {f.signature.name: f for f in meta.graph_def.library.function}
+    for index, concrete in enumerate(placement.values()):
+        if any(n in reachable(library, [concrete]) for n in names):
+            return index
+    return None
+
+
 def batch_pass_for(
     options, model: Path, function_names: list[str], placement: dict[str, str]
 ) -> TpuBatchPass:
@@ -181,6 +197,9 @@ def batch_pass_for(
     if kind in ("function_alias", "concrete_function_name"):
         if kind == "function_alias":
             known = function_names or ["tpu_function_0"]
+            index = _placed_within(model, value, placement)
+            if value not in known and index is not None:  # placed within a TPU function
+                known = [*known[:index], value, *known[index + 1 :]]
         else:
             known = list(placement.values())  # in the order of the TPU functions
         if value not in known:

@@ -354,8 +354,7 @@ def test_signature_batching(tpu_func_model, tmp_path):
 
 def test_function_batching(batch_func_model, tmp_path):
     out = tmp_path / "out"
-    text = 'tpu_functions { function_alias: "batch_func" }\n' + FUNCTION_BATCHING
-    manifest = convert(str(batch_func_model), str(out), text)
+    manifest = convert(str(batch_func_model), str(out), FUNCTION_BATCHING)
     assert manifest["batches"][0]["component_name"] == "batch_func"
     check_served(batch_func_model, out, 2e-2)
 
