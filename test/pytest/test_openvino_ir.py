@@ -284,3 +284,56 @@ def test_lowest_opset_versions_run_in_openvino():
     expected = mlconv.compile(model, device="cpu")(x)
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1], expected[1])
+
+
+def _asymmetric_windows_model() -> onnx.ModelProto:
+    """Conv, depthwise Conv, MaxPool and AveragePool with pads that differ at begin and end and
+    per axis, unequal strides and dilations; seeded random weights."""
+    rng = np.random.default_rng(31)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((6, 3, 3, 2)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal((6, 1, 2, 3)).astype(np.float32), "wd"),
+    ]
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w"], ["c"], name="conv",
+            pads=[0, 1, 2, 0], strides=[2, 1], dilations=[1, 2],
+        ),
+        helper.make_node(
+            "Conv", ["c", "wd"], ["d"], name="depthwise",
+            group=6, pads=[1, 0, 0, 2], strides=[1, 2], dilations=[2, 1],
+        ),
+        helper.make_node(
+            "MaxPool", ["d"], ["m"], name="maxpool",
+            kernel_shape=[2, 3], pads=[0, 1, 1, 2], strides=[1, 2],
+        ),
+        helper.make_node(
+            "AveragePool", ["m"], ["y"], name="avgpool",
+            kernel_shape=[3, 2], pads=[2, 0, 0, 1], strides=[2, 1], count_include_pad=0,
+        ),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "asymmetric",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 11, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_openvino_runs_asymmetric_pads_strides_and_dilations_as_onnxruntime():
+    """Issue 31: pads_begin / pads_end swapped in the layer table passed every OpenVINO test
+    (writer and reader agree; no model with asymmetric windows ran). The IR mlconv writes runs
+    in OpenVINO's runtime (the oracle, not mlconv's reader) against onnxruntime on the source."""
+    import onnxruntime as ort
+
+    model = _asymmetric_windows_model()
+    x, other = (RNG.standard_normal((2, 3, 11, 10)).astype(np.float32) for _ in range(2))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    assert np.abs(expected - session.run(None, {"x": other})[0]).max() > 1e-2
+    run = compile_module(_core(model))
+    (got,) = run(x=x)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)

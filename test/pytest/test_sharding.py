@@ -115,6 +115,9 @@ for index, text in enumerate(json.loads(options)):
                 "devices": sorted(d.id for d in w.sharding.device_set),
                 "shards": sorted({tuple(s.data.shape) for s in w.addressable_shards}),
                 "device_bytes": max(s.data.nbytes for s in w.addressable_shards),
+                "placement": {
+                    str(s.device.id): s.index[0].start or 0 for s in w.addressable_shards
+                },
             }
             for w in call.weights
         ],
@@ -196,6 +199,18 @@ def test_cnn_weights_split_over_8_and_4_devices_equal_the_single_device_run(tmp_
     # 4 assigned devices (0, 1, 4, 5 of the topology): 16 / 4, 24 / 4, and 10 is split neither.
     assert [w["shards"] for w in four["weights"]] == [[[4, 3, 3, 3]], [[6, 16, 3, 3]], [[24, 10]]]
     assert all(w["devices"] == [0, 1, 4, 5] for w in four["weights"])
+    # Device by device (issue 31: a mesh mapped to the devices in reverse kept the set of shard
+    # shapes): mesh position k, row-major over the box the topology's coordinates span, is
+    # topology device k of the replica and holds the k-th block of rows.
+    assert [w["placement"] for w in eight["weights"][:2]] == [
+        {str(d): 2 * d for d in range(8)},
+        {str(d): 3 * d for d in range(8)},
+    ]
+    assert [w["placement"] for w in four["weights"][:2]] == [
+        {"0": 0, "1": 4, "4": 8, "5": 12},
+        {"0": 0, "1": 6, "4": 12, "5": 18},
+    ]
+    assert eight["weights"][2]["placement"] == {str(d): 0 for d in range(8)}  # replicated
     whole = sum(np.prod(w["shape"]) * 4 for w in eight["weights"])
     assert sum(w["device_bytes"] for w in eight["weights"]) == (16 * 27 + 24 * 144) // 8 * 4 + 960
     assert whole == (16 * 27 + 24 * 144 + 240) * 4
