@@ -175,7 +175,7 @@ def compile(  # noqa: A001 - the API the design names
     default a decoder with optimum's input names (`past_key_values.*`, `attention_mask`) pads
     its past length; `pad_dims=False`: never pad.
     `allow_tensorflow` goes with an mlconv-convert artifact, as for `load`."""
-    from mlconv.backends.artifact import is_artifact, load_artifact
+    from mlconv.converter.artifact import is_artifact, load_artifact
     from mlconv.backends.backend_choice import (
         BackendChoice,
         compile_chosen,
@@ -206,7 +206,7 @@ def compile(  # noqa: A001 - the API the design names
     module = load_model(model, **frontend_options)
     if check_numerics:
         check_compile_numerics(module.clone(), device, input_shapes, check_numerics)
-    from mlconv.tools.progress import PassProgress
+    from mlconv.passes.progress import PassProgress
 
     with PassProgress(None, "mlconv.compile", quiet) as progress:
         with progress.step("lower to core"):
@@ -278,11 +278,11 @@ def onnx_dim_names(model: Any) -> dict[str, list[str | None]]:
 
 
 def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:
-    """The passes `compile` runs, each checked by `mlconv.tools.check_numerics`."""
+    """The passes `compile` runs, each checked by `mlconv.interpreters.check_numerics`."""
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline, target_device, to_core_passes
-    from mlconv.tools.check_numerics import NumericsDivergence, check_numerics
-    from mlconv.tools.compare_source import _main_inputs
+    from mlconv.interpreters.check_numerics import NumericsDivergence, check_numerics
+    from mlconv.interpreters.compare_source import _main_inputs
 
     if not input_shapes:
         input_shapes = {name: shape for name, shape, _ in _main_inputs(module)}
@@ -310,6 +310,6 @@ def load(path: str | os.PathLike, device: str | None = None, *, allow_tensorflow
     The folder is data (docs/artifact.md): its manifest is validated, every file checked
     against its recorded SHA-256 and every export's custom calls against an allow-list before
     anything runs; a bad artifact is a one-line `mlconv.errors.BackendError`."""
-    from mlconv.backends.artifact import load_artifact
+    from mlconv.converter.artifact import load_artifact
 
     return load_artifact(path, device, allow_tensorflow=allow_tensorflow)

@@ -9,7 +9,7 @@ converter recorded.
 
 The schema admits what `save_artifact` writes and nothing else that the loader would act on:
 file names are plain names (no `/`, no `..`, no absolute path), references are small
-non-negative integers, batch options are within backends/batcher.py's bounds. The manifest's
+non-negative integers, batch options are within converter/batcher.py's bounds. The manifest's
 `files` maps each file's path (relative, `/`-separated) to its SHA-256; a file the loader
 reads that is not listed, or whose hash differs, is refused.
 """
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mlconv.backends.batcher import (
+from mlconv.converter.batcher import (
     MAX_BATCH_SIZE,
     MAX_BATCH_THREADS,
     MAX_BATCH_TIMEOUT_MICROS,

@@ -205,7 +205,7 @@ class _Compiling(threading.Thread):
 
 def _measure(module: ModuleOp, device: str | None, stages: Sequence[Any], progress: Any):
     """(callable, BackendChoice): both back ends compiled, compared and timed."""
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.backends.openvino_backend import OpenVinoModule
     from mlconv.backends.openvino_ir import to_openvino_ir
 

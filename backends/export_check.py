@@ -22,7 +22,7 @@ from mlconv.errors import BackendError
 
 ALLOWED_TARGETS = frozenset(
     {
-        # sharding annotations of the sharded exports (backends/sharding.py)
+        # sharding annotations of the sharded exports (converter/sharding.py)
         "Sharding",
         "SPMDFullToShardShape",
         "SPMDShardToFullShape",

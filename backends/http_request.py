@@ -1,5 +1,5 @@
 """An HTTP request's body read as data: bounded, parsed and checked against the model's inputs
-before anything is allocated for it (backends/serving.py; issue 32's Open Inference Protocol
+before anything is allocated for it (converter/serving.py; issue 32's Open Inference Protocol
 endpoints are meant to parse through here too).
 
     limits = RequestLimits.for_model(manifest)          # or RequestLimits(max_body_bytes=...)

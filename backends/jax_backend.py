@@ -29,8 +29,8 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.backends import compile_cache
-from mlconv.backends.inputs import InputSpec, bind_inputs
-from mlconv.backends.module_io import find_main, value_names
+from mlconv.signature.inputs import InputSpec, bind_inputs
+from mlconv.signature.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
@@ -445,7 +445,7 @@ def _compile_body(
         elif isinstance(op, tpu.BatchOp):  # one call is one run of its body (the batcher:
             steps.append(
                 (op, _compile_body(op.body.block, device, regions))
-            )  # backends/batcher.py)
+            )  # converter/batcher.py)
         elif isinstance(op, func.ReturnOp | tpu.YieldOp):
             returned = list(op.operands)
         else:

@@ -17,8 +17,8 @@ import threading
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from mlconv.backends.inputs import InputSpec, bind_inputs
-from mlconv.backends.module_io import find_main, value_names
+from mlconv.signature.inputs import InputSpec, bind_inputs
+from mlconv.signature.module_io import find_main, value_names
 from mlconv.errors import BackendError
 
 DEVICES = {"cpu": "CPU", None: "CPU"}

@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Region, SSAValue
 
-from mlconv.backends.module_io import find_main, value_names
+from mlconv.signature.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp

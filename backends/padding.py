@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.inputs import bind_inputs
+from mlconv.signature.inputs import bind_inputs
 from mlconv.errors import BackendError, InputError, OptionError
 
 DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096)

@@ -29,9 +29,9 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from mlconv.backends.inputs import InputSpec, bind_inputs
+from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.backends.jax_backend import CompiledModule, compile_module
-from mlconv.backends.module_io import find_main, value_names
+from mlconv.signature.module_io import find_main, value_names
 from mlconv.backends.staged import plan_stages
 from mlconv.dense import element_type
 from mlconv.dialects.core_base import CoreOp

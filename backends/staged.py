@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
-from mlconv.backends.module_io import find_main
+from mlconv.signature.module_io import find_main
 from mlconv.dense import to_numpy
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_control import IfOp, YieldOp

@@ -455,7 +455,7 @@ def export_region(region: Any, generalized: Generalized, platforms: Sequence[str
 def has_dynamic_inputs(module: Any) -> bool:
     """Whether @main has an input with a dynamic dim (an input whose value decides a shape
     then fails to lower at the probe sizes, in one line)."""
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
 
     main = find_main(module)
     return any(d < 0 for a in main.body.block.args for d in getattr(a.type, "get_shape", tuple)())
@@ -467,7 +467,7 @@ def export_symbolic(
     """A framework- or core-level module whose inputs have dynamic dims, lowered by
     `lower(copy, input_shapes)` at the probe sizes and exported as one `jax.export.Exported`
     with symbolic dims (its @main must become one tpu.region)."""
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.dialects import tpu
     from mlconv.passes.core_to_tpu import input_name
 

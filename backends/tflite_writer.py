@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import SSAValue
 
-from mlconv.backends.module_io import find_main, value_names
+from mlconv.signature.module_io import find_main, value_names
 from mlconv.dialects import tflite
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.errors import BackendError

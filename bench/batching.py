@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import mlconv
-    from mlconv.backends.batcher import QueueFullError
+    from mlconv.converter.batcher import QueueFullError
     from mlconv.tools.mlconv_convert import convert
 
     folder = Path(tempfile.mkdtemp(prefix="mlconv-batching-"))

@@ -1,5 +1,5 @@
 """Per-device weight bytes of a CNN converted with xla_sharding_options, before and after
-weight sharding, on 8 forced CPU host devices (backends/sharding.py).
+weight sharding, on 8 forced CPU host devices (converter/sharding.py).
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 python bench/weight_sharding.py \\
         [--models resnet18 mobilenet_v2] [--size 96] [--batch 8]

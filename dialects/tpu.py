@@ -240,7 +240,7 @@ class RegionOp(IRDLOperation):
 
 # --- batching -----------------------------------------------------------------------------------
 # The seed's four shape requirements of the batch op (BatchFunction), in its words; the tpu-batch
-# pass and BatchOp's verifier check them on types, the batcher (backends/batcher.py) on requests.
+# pass and BatchOp's verifier check them on types, the batcher (converter/batcher.py) on requests.
 NEEDS_A_DIMENSION = "Batching input tensors must have at least one dimension"
 DIMENSIONS_MUST_MATCH = "Dimensions of inputs should match"
 EQUAL_0TH_DIMENSION = (

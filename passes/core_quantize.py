@@ -7,7 +7,7 @@ the weights and (static, dynamic) the data input of every `core.Convolution`,
   the channel (`[O,1,1,1]` for a convolution, `[G,O/G,1,1,1]` grouped, per column for MatMul);
 - `mode=static`: the data input, per tensor, asymmetric, 256 levels (int8 -128..127), over
   the range calibration observed, which the op carries as `mlconv.input_range =
-  array<f32: min, max>` (`mlconv.calibration` writes it); the range is widened to hold 0 and
+  array<f32: min, max>` (`mlconv.converter.calibration` writes it); the range is widened to hold 0 and
   nudged so that 0 is exactly a level (as TFLite does). An op without it is an error;
 - `mode=dynamic`: the data input over its own range at run time (ReduceMin/ReduceMax of the
   tensor, widened to hold 0);
@@ -21,7 +21,7 @@ models, leaving one op's activations float at a time (static range, mean relativ
 logits): the input layer is the most sensitive op of both (ResNet50 1.56% -> 1.43%, the next
 best the classifier at 1.48%; MobileNetV2 1.44% -> 1.34%).
 An op whose data input carries calibrated per-channel means (`mlconv.channel_means`, written by
-`mlconv.calibration`) gets its bias corrected, as OpenVINO's FastBiasCorrection does: the mean
+`mlconv.converter.calibration`) gets its bias corrected, as OpenVINO's FastBiasCorrection does: the mean
 shift the weights' rounding error causes on such data (per output channel: the op applied to
 its error weights and to data holding each channel's mean everywhere, averaged over output
 positions) is subtracted by a `core.Add` after the op.
@@ -267,7 +267,7 @@ def quantize_op(op: Operation, mode: str) -> None:
             raise PassFailure.at(
                 op,
                 f"has no calibrated input range ({RANGE_ATTR}): calibrate first "
-                "(mlconv-convert's quantization_options, or mlconv.calibration)",
+                "(mlconv-convert's quantization_options, or mlconv.converter.calibration)",
             )
         low, high = nudged_range(*observed)
         dtype = to_numpy_dtype(data.type)

@@ -8,7 +8,7 @@ per-input-channel factor at little cost. For every `core.Convolution`, `core.Gro
 and `core.MatMul` with constant float weights whose data input carries calibrated per-channel
 ranges (`mlconv.channel_ranges = dense<[[min_0, ...], [max_0, ...]]> : tensor<2xCxf32>`, the
 channel being the axis the weights contract: axis 1 of a convolution's data, the last axis of
-MatMul's `a`, which `mlconv.calibration` writes), with
+MatMul's `a`, which `mlconv.converter.calibration` writes), with
 
     s_c = max|x_c| ** alpha / max|w_c| ** (1 - alpha)     (scaled to a geometric mean of 1)
 

@@ -11,7 +11,7 @@ the batched part moved into the body of one `tpu.batch` op per batched component
 The seed's shape requirements are checked on the batched values' types (every input has a
 dimension, the inputs' 0th dimensions are equal, each output's 0th dimension is their sum);
 a breach is a one-line error in the seed's words at the op. The other options are recorded
-as given; the batcher (backends/batcher.py) acts on them at run time.
+as given; the batcher (converter/batcher.py) acts on them at run time.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def _placed_within(model: Path, alias: str, placement: dict[str, str]) -> int | 
     or a function calling it, e.g. the serving signature placed by default), or None."""
     if not model.is_dir():
         return None
-    from mlconv.frontends.tf_placement import reachable, read_saved_model
+    from mlconv.converter.placement import reachable, read_saved_model
 
     meta = read_saved_model(model).meta_graphs[0]
     names = [n for n, a in meta.meta_info_def.function_aliases.items() if a == alias]
@@ -212,7 +212,7 @@ def batch_pass_for(
     elif kind == "signature_name":
         known = ["serving_default"]
         if model.is_dir():
-            from mlconv.frontends.tf_placement import read_saved_model
+            from mlconv.converter.placement import read_saved_model
 
             meta = read_saved_model(model).meta_graphs[0]
             known = [k for k in meta.signature_def if not k.startswith("__")]

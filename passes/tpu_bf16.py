@@ -20,7 +20,7 @@ Options (ConverterOptions.bfloat16_optimization_options):
 - `scope=tpu|all`: the seed's scope, recorded on the pass. The pass converts every
   `tpu.region` of the module it is given; the scope decides which modules get it:
   mlconv-convert runs it on the TPU functions always and, under `all`, on the host stages of
-  a SavedModel's signatures too (frontends/tf_host_part.py, backends/host_part.py).
+  a SavedModel's signatures too (converter/host_part_split.py, converter/host_part.py).
 
     %y = "tpu.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   becomes

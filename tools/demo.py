@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     from mlconv.backends.jax_backend import compile_module
     from mlconv.passes.pipeline_spec import parse_pass_pipeline
     from mlconv.passes.pipelines import target_device
-    from mlconv.tools.check_numerics import check_numerics
-    from mlconv.tools.compare_source import compare_with_source, make_inputs
+    from mlconv.interpreters.check_numerics import check_numerics
+    from mlconv.interpreters.compare_source import compare_with_source, make_inputs
 
     path = args.model
     if path is None:

@@ -5,35 +5,35 @@
     mlconv-convert model.onnx -o converted/ --converter-options options.txtpb
     mlconv-run converted/ --inputs in.npz --outputs out.npz     # or mlconv.load("converted/")
 
-The options are the seed's `ConverterOptions` text proto (tools/converter_options.proto). The
+The options are the seed's `ConverterOptions` text proto (converter/converter_options.proto). The
 seed's own flag spellings (`--input_model_dir`, `--output_model_dir`,
 `--converter_options_string`) are accepted too. Each step is one of mlconv's passes; one line
 per phase with its time goes to stderr (`--quiet` silences it).
 
 Placement: for a SavedModel, `tpu_functions` names the function to place (function_alias,
 concrete_function_name, signature_name or jit_compile_functions; none: the `serving_default`
-signature), checked as the seed's converter does (frontends/tf_placement.py: duplicates,
+signature), checked as the seed's converter does (converter/placement.py: duplicates,
 indirect calls between TPU functions, host-only ops); ONNX and TFLite models are placed whole.
 bfloat16 (`tpu-bf16`, on by default as in the seed, with its scope, filterlist and safety
 check) is applied to the TPU functions, then the IO shape optimization (`tpu-io-shapes`, on by
-default too). The output is an artifact folder (backends/artifact.py)
+default too). The output is an artifact folder (converter/artifact.py)
 holding the TPU functions as serialized jax.export modules with their weights, a manifest, and
 OUTDIR/saved_model: the model as a SavedModel whose TPU functions are XlaCallModule ops
-(backends/saved_model_writer.py), the host part around them left in TensorFlow.
+(converter/saved_model_writer.py), the host part around them left in TensorFlow.
 The artifact holds that host part as well (`manifest["signatures"]`): each signature is split
-into host stages around its TPU calls (frontends/tf_host_part.py), converted with tf-to-core
+into host stages around its TPU calls (converter/host_part_split.py), converted with tf-to-core
 and core-to-tpu for the host's CPU (in bfloat16 too under `scope: ALL`), so that
 `mlconv.load(OUTDIR).signatures[name]` and `mlconv-run OUTDIR` run it whole without
 TensorFlow; a signature whose host part holds ops mlconv cannot lower (strings, ...) is
 recorded with the reason and runs from OUTDIR/saved_model with TensorFlow.
 With `xla_sharding_options` each TPU function is exported for the device mesh they describe
-and partitioned by XLA SPMD (backends/sharding.py).
+and partitioned by XLA SPMD (converter/sharding.py).
 The conversion report (`tpu-report`: TPU cost per function from XLA's cost analysis, the host
 part's cost from TensorFlow's shapes) goes to stderr with the progress lines and to
 OUTDIR/conversion_report.txt.
 Post-training quantization (`external_feature_configs { quantization_options { ... } }`,
 mlconv's extension of the schema): static range calibrated on a representative dataset,
-dynamic range or weight-only (mlconv.calibration, core-quantize, tpu-quantize); its report
+dynamic range or weight-only (mlconv.converter.calibration, core-quantize, tpu-quantize); its report
 (accuracy against float on the calibration set) is appended to the conversion report and
 written to OUTDIR/quantization_report.txt.
 """
@@ -91,7 +91,7 @@ class Phases:
         self.times: dict[str, float] = {}
 
     def run(self, name: str, step: Callable[[], Any]) -> Any:
-        from mlconv.tools.progress import PassProgress
+        from mlconv.passes.progress import PassProgress
 
         start = time.perf_counter()
         with PassProgress(None, name, self.quiet) as progress, progress.step(name):
@@ -106,7 +106,7 @@ class Phases:
 def place(settings: Any, model: Path) -> tuple[list[dict[str, str]], list[str], dict[str, str]]:
     """From `tpu_functions`: the TF frontend's choice of each TPU function, their names, and
     (for a SavedModel) each one's concrete function name in saved_model.pb, checked by
-    frontends/tf_placement.py (duplicates, indirect calls, host-only ops)."""
+    converter/placement.py (duplicates, indirect calls, host-only ops)."""
     functions = list(settings.tpu_functions)
     if not model.is_dir():
         if functions:
@@ -115,7 +115,7 @@ def place(settings: Any, model: Path) -> tuple[list[dict[str, str]], list[str], 
                 "placed on the TPU whole (leave tpu_functions out)"
             )
         return [{}], [], {}
-    from mlconv.frontends.tf_placement import place_tpu_functions
+    from mlconv.converter.placement import place_tpu_functions
 
     placed = place_tpu_functions(model, functions)
     frontends = []
@@ -143,7 +143,7 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
     from xdsl.ir import Block, Region
 
-    from mlconv.backends.module_io import find_main, value_names
+    from mlconv.signature.module_io import find_main, value_names
 
     mains = [find_main(m) for m in modules]
     block = Block(arg_types=[a.type for m in mains for a in m.body.block.args])
@@ -185,14 +185,14 @@ def host_part_cost(model: Path, placement: dict[str, str]) -> int:
     (frontends/tf_placement.host_cost); an ONNX or TFLite model is placed whole."""
     if not placement:
         return 0
-    from mlconv.frontends.tf_placement import Placed, host_cost
+    from mlconv.converter.placement import Placed, host_cost
 
     return host_cost(model, [Placed(name, name, "", 0) for name in placement.values()])
 
 
 def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
     """Each TPU function's cost (tpu-report's annotation), named as the artifact names it."""
-    from mlconv.backends.artifact import _function_name
+    from mlconv.converter.artifact import _function_name
     from mlconv.dialects import tpu
     from mlconv.passes.tpu_report import cost_of
 
@@ -201,7 +201,7 @@ def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
 
 
 def _input_names(module: Any) -> list[str]:
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.passes.core_to_tpu import input_name
 
     main = find_main(module)
@@ -227,8 +227,8 @@ def convert(
 ) -> dict[str, Any]:
     """Convert `model` into the artifact folder `output`; returns its manifest."""
     from mlconv.api import format_input_shapes, load_model, lower_to_core
-    from mlconv.backends.artifact import _function_name, save_artifact
-    from mlconv.backends.module_io import find_main
+    from mlconv.converter.artifact import _function_name, save_artifact
+    from mlconv.signature.module_io import find_main
     from mlconv.backends.specialize import needs_specialization, value_inputs
     from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
@@ -237,7 +237,7 @@ def convert(
     from mlconv.passes.tpu_bf16 import TpuBf16Pass, check_filterlist
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
     from mlconv.passes.tpu_report import TpuReportPass, format_report, work
-    from mlconv.tools.converter_options import ConversionSettings, load_converter_options
+    from mlconv.converter.options import ConversionSettings, load_converter_options
 
     phases = Phases(quiet)
     options = phases.run(
@@ -247,7 +247,7 @@ def convert(
     path = Path(model)
     frontends, names, placement = place(settings, path)
     pending = unsupported_options(settings, options)
-    from mlconv.backends.sharding import MeshSpec
+    from mlconv.converter.sharding import MeshSpec
 
     mesh = MeshSpec.from_options(settings.sharding) if settings.sharding is not None else None
     shapes = format_input_shapes(input_shapes)
@@ -293,7 +293,7 @@ def convert(
                 "--input-shapes with every dimension static"
             )
         if settings.quantization is not None:
-            from mlconv.calibration import quantize_for_tpu
+            from mlconv.converter.calibration import quantize_for_tpu
             from mlconv.passes.pipelines import target_passes
 
             quantized.append(
@@ -408,7 +408,7 @@ def convert(
                 skip_safety_checks=settings.bfloat16_skip_safety_checks,
                 scope="all",
             )
-        from mlconv.tools.converter_host_part import convert_host_part
+        from mlconv.converter.host_part_build import convert_host_part
 
         host = convert_host_part(
             path,

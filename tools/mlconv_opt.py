@@ -381,7 +381,7 @@ def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diag
     if options.check_numerics is not None:
         return _check_numerics(module, ctx, parser, options)
 
-    from mlconv.tools.progress import PassProgress
+    from mlconv.passes.progress import PassProgress
 
     progress = PassProgress(len(options.passes), PROG, options.quiet).__enter__()
     for pass_ in options.passes:
@@ -423,8 +423,8 @@ def _check_numerics(
 ) -> tuple[str | None, list[Diagnostic]]:
     """Run the passes, interpreting the IR after each (`--check-numerics`); the report goes to
     stderr and a divergence is an error at the first differing op."""
-    from mlconv.tools.check_numerics import NumericsDivergence, check_numerics
-    from mlconv.tools.progress import PassProgress
+    from mlconv.interpreters.check_numerics import NumericsDivergence, check_numerics
+    from mlconv.passes.progress import PassProgress
 
     rtol, atol = options.check_numerics
     try:
@@ -541,7 +541,7 @@ def _run(argv: list[str] | None) -> int:
     check = None
     inputs = None
     if args.check_numerics is not None:
-        from mlconv.tools.check_numerics import parse_tolerances
+        from mlconv.interpreters.check_numerics import parse_tolerances
 
         check = parse_tolerances(args.check_numerics)
         if args.inputs:

@@ -4,7 +4,7 @@
     mlconv-run model.onnx --inputs in.npz --outputs out.npz --input-shapes x:1,3,224,224
     mlconv-run model.onnx --compare-with-source --per-layer [--json]
     mlconv-opt in.mlir -p core-fuse | mlconv-run - --interpret --inputs x.npz --print-outputs
-    mlconv-run converted/ --serve --port 8500      # HTTP, batching (backends/serving.py)
+    mlconv-run converted/ --serve --port 8500      # HTTP, batching (converter/serving.py)
 
 The .npz keys are the model's input names (`np.savez(f, x=...)`); positional `arr_0, arr_1, ...`
 (`np.savez(f, a, b)`) are accepted too. Outputs are written under the model's output names.
@@ -76,7 +76,7 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument(
         "--serve", action="store_true",
         help="serve an mlconv-convert artifact over HTTP, batching concurrent requests "
-        "(backends/serving.py: POST /v1/predict, GET /v1/model)",
+        "(converter/serving.py: POST /v1/predict, GET /v1/model)",
     )  # fmt: skip
     parser.add_argument(
         "--signature", metavar="NAME",
@@ -164,7 +164,7 @@ def names_of_module(module: Any) -> tuple[list[str], list[str]] | None:
     """The `mlconv.name`s of `@main`'s arguments and results (`argN`/`resultN` where absent)."""
     from xdsl.dialects.func import FuncOp
 
-    from mlconv.backends.module_io import value_names
+    from mlconv.signature.module_io import value_names
 
     main = next((op for op in module.walk() if isinstance(op, FuncOp)), None)
     for op in module.walk():
@@ -272,7 +272,7 @@ def format_outputs(results: list[np.ndarray], names: list[str] | None) -> str:
 
 
 def _compare(args: Any, arrays: dict[str, np.ndarray] | None) -> int:
-    from mlconv.tools.compare_source import DEFAULT_ATOL, DEFAULT_RTOL, compare_with_source
+    from mlconv.interpreters.compare_source import DEFAULT_ATOL, DEFAULT_RTOL, compare_with_source
 
     try:
         report = compare_with_source(
@@ -470,9 +470,9 @@ def _module_names(module: Any, compiled: Any) -> tuple[list[str] | None, list[st
 
 
 def _serve(args: Any) -> int:
-    """`--serve`: the artifact's model behind backends/serving.py's HTTP endpoint."""
-    from mlconv.backends.artifact import is_artifact, load_artifact
-    from mlconv.backends.serving import ServerLimits, serve
+    """`--serve`: the artifact's model behind converter/serving.py's HTTP endpoint."""
+    from mlconv.converter.artifact import is_artifact, load_artifact
+    from mlconv.converter.serving import ServerLimits, serve
 
     if not is_artifact(args.model):
         raise OptionError(f"--serve: {args.model} is not an mlconv-convert artifact folder")

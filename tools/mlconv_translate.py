@@ -192,7 +192,7 @@ def _import(args: Any, translation: Translation, path: str) -> int:
     kwargs = {name: getattr(args, name) for name in translation.extra}
     if not os.path.exists(args.input):
         raise ToolFailure([f"{path}: error: no such file or directory"])
-    from mlconv.tools.progress import PassProgress
+    from mlconv.passes.progress import PassProgress
 
     with PassProgress(2, PROG, args.quiet) as progress:
         with progress.step(f"import {os.path.basename(path)}"):
@@ -216,7 +216,7 @@ def _export(args: Any, translation: Translation, path: str) -> int:
     function = translation.load()
     if not args.output or args.output == "-":
         raise OptionError(f"{translation.flag} needs -o OUTPUT")
-    from mlconv.tools.progress import PassProgress
+    from mlconv.passes.progress import PassProgress
 
     options = Options(path=path, passes=[], allow_unregistered=args.allow_unregistered_dialect)
     with PassProgress(2, PROG, args.quiet) as progress, progress.step("parse and verify"):

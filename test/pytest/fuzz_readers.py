@@ -243,7 +243,7 @@ options_texts = st.one_of(
 
 
 def check_options(text: str) -> str:
-    from mlconv.tools.converter_options import ConversionSettings, parse_converter_options
+    from mlconv.converter.options import ConversionSettings, parse_converter_options
 
     try:
         options = parse_converter_options(text)
@@ -254,7 +254,7 @@ def check_options(text: str) -> str:
 
 
 def check_options_file(data: bytes) -> str:
-    from mlconv.tools.converter_options import load_converter_options
+    from mlconv.converter.options import load_converter_options
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "options.txt"
@@ -270,7 +270,7 @@ def check_options_file(data: bytes) -> str:
 
 
 def request_specs():
-    from mlconv.backends.inputs import InputSpec
+    from mlconv.signature.inputs import InputSpec
 
     return [
         InputSpec("x", np.dtype("float32"), None),

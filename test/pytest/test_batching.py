@@ -26,7 +26,7 @@ from numerics import onnxruntime_outputs  # a module beside this one (conftest.p
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
-from mlconv.backends.batcher import (
+from mlconv.converter.batcher import (
     LARGEST_REQUEST,
     BatchConfig,
     Batcher,

@@ -198,7 +198,7 @@ def test_writers_respect_special_files_and_links(tmp_path: Path, core_module):
 
 def test_artifact_through_symlink(tmp_path: Path, core_module):
     from mlconv.api import lower_to_tpu
-    from mlconv.backends.artifact import load_artifact, save_artifact
+    from mlconv.converter.artifact import load_artifact, save_artifact
 
     (tmp_path / "real").mkdir()
     link = tmp_path / "artifact"

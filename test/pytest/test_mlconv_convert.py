@@ -19,9 +19,9 @@ import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
-from mlconv.backends.saved_model_writer import tf_name
+from mlconv.converter.saved_model_writer import tf_name
 from mlconv.errors import InputError, MlconvError, OptionError
-from mlconv.tools.converter_options import (
+from mlconv.converter.options import (
     GENERATED,
     ConversionSettings,
     field_path_at,
@@ -67,7 +67,7 @@ def test_seed_example_parses_with_its_values():
 
 
 def test_schema_numbers_are_the_seeds():
-    from mlconv.tools.converter_options import schema
+    from mlconv.converter.options import schema
 
     pb = schema()
     fields = {f.name: f.number for f in pb.ConverterOptions.DESCRIPTOR.fields}
@@ -164,7 +164,7 @@ def test_default_states_follow_the_seed(text, io_shapes, bf16):
 
 def test_checked_in_generated_module_is_current(tmp_path):
     pytest.importorskip("grpc_tools")
-    from mlconv.tools.converter_options import generate
+    from mlconv.converter.options import generate
 
     assert generate(str(tmp_path)).read_text() == GENERATED.read_text()
 
@@ -698,7 +698,7 @@ def aliases(*names: str) -> str:
 
 
 def test_duplicate_selection_of_one_function_is_refused(placement_model, tmp_path):
-    from mlconv.frontends.tf_placement import read_saved_model
+    from mlconv.converter.placement import read_saved_model
 
     _, _, saved = placement_model
     meta = read_saved_model(saved).meta_graphs[0]
@@ -714,7 +714,7 @@ def test_duplicate_selection_of_one_function_is_refused(placement_model, tmp_pat
 
 
 def test_tpu_function_indirectly_calling_another_is_the_seeds_error(placement_model, tmp_path):
-    from mlconv.frontends.tf_placement import place_tpu_functions
+    from mlconv.converter.placement import place_tpu_functions
 
     _, _, saved = placement_model
     with pytest.raises(OptionError) as error:
@@ -762,7 +762,7 @@ def test_host_ops_outside_placed_functions_stay_on_the_host(placement_model, tmp
 
 
 def test_concrete_function_name_places_that_function(placement_model, tmp_path):
-    from mlconv.frontends.tf_placement import read_saved_model
+    from mlconv.converter.placement import read_saved_model
 
     tf, module, saved = placement_model
     meta = read_saved_model(saved).meta_graphs[0]
@@ -908,7 +908,7 @@ def sharding_options(cores: int, mesh_shape, coordinates, assignment=()) -> str:
     from google.protobuf import text_format
     from tensorflow.core.protobuf.tpu import topology_pb2
 
-    from mlconv.tools.converter_options import schema
+    from mlconv.converter.options import schema
 
     topology = topology_pb2.TopologyProto(
         mesh_shape=mesh_shape,

@@ -8,7 +8,7 @@ import forgery
 import pytest
 
 from mlconv.errors import OptionError
-from mlconv.tools.converter_options import load_converter_options, parse_converter_options
+from mlconv.converter.options import load_converter_options, parse_converter_options
 
 CASES = {
     # the cases

@@ -1,4 +1,4 @@
-"""Progress per pass (`mlconv.tools.progress`): shown on a terminal (forced here with
+"""Progress per pass (`mlconv.passes.progress`): shown on a terminal (forced here with
 MLCONV_PROGRESS=1), silent when stderr is not a terminal and with --quiet."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mlconv.tools import mlconv_opt, mlconv_translate
-from mlconv.tools.progress import progress_enabled
+from mlconv.passes.progress import progress_enabled
 
 IR = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %s = "core.Sigmoid"(%x) : (tensor<4xf32>) -> tensor<4xf32>

@@ -168,7 +168,7 @@ def test_npz_and_tfrecord_datasets_agree(tmp_path) -> None:
     tf = pytest.importorskip("tensorflow")
     from tensorflow.compiler.mlir.quantization.tensorflow.python import representative_dataset
 
-    from mlconv.calibration import load_representative_dataset
+    from mlconv.converter.calibration import load_representative_dataset
 
     samples = np.random.default_rng(3).standard_normal([6, 4, 3]).astype(np.float32)
     np.savez(tmp_path / "d.npz", x=samples)
@@ -190,7 +190,7 @@ def test_npz_and_tfrecord_datasets_agree(tmp_path) -> None:
 
 
 def test_quantization_options_errors() -> None:
-    from mlconv.tools.converter_options import parse_converter_options
+    from mlconv.converter.options import parse_converter_options
 
     with pytest.raises(
         OptionError,
@@ -361,7 +361,7 @@ def test_mse_calibration_clips_outliers() -> None:
     """mse_range shrinks the min/max range of heavy-tailed values (Student-t, 3 degrees of
     freedom) to one whose 256-level quantization has a smaller squared error; calibrate with
     method="mse" writes ranges inside the min/max ones; an unknown method is one line."""
-    from mlconv.calibration import calibrate, mse_range
+    from mlconv.converter.calibration import calibrate, mse_range
     from mlconv.passes.core_quantize import RANGE_ATTR, nudged_range
 
     rng = np.random.default_rng(11)
@@ -396,7 +396,7 @@ def _wide_channel_model():
     """A conv whose 8 input channels span 1 to 60 while each matters as much to its output
     (its weights scaled by the inverse, as BatchNorm folding leaves trained networks), and a
     MatMul on its pooled output; the model, calibrated with channel ranges, and 4 more calls."""
-    from mlconv.calibration import calibrate
+    from mlconv.converter.calibration import calibrate
     from mlconv.dense import to_dense_attr
 
     rng = np.random.default_rng(5)
@@ -456,7 +456,7 @@ def test_bias_correction_removes_the_mean_shift() -> None:
     shift of int8 weights: per output channel, the mean over held-out calls of quantized minus
     float output drops to at most a fifth of what it is without (weight-only, so the weights
     alone move it; calibrated on 8 calls, measured on 4 others; measured 0.13x)."""
-    from mlconv.calibration import calibrate
+    from mlconv.converter.calibration import calibrate
 
     corrected, calls = _wide_channel_model()
     plain = corrected.clone()

@@ -16,7 +16,7 @@ import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 
 import mlconv  # noqa: F401 - the package under test (imports before TensorFlow)
-from mlconv.backends.batcher import LARGEST_REQUEST
+from mlconv.converter.batcher import LARGEST_REQUEST
 from mlconv.tools.mlconv_convert import convert
 
 FEATURES = 24

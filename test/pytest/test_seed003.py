@@ -287,7 +287,7 @@ def test_concurrent_callers_get_their_own_rows(converter_image):
     aside, which depend on the batch a row ran in); a full queue is retried."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from mlconv.backends.batcher import QueueFullError
+    from mlconv.converter.batcher import QueueFullError
 
     out, _ = converter_image
     rng = np.random.default_rng(11)

@@ -1,4 +1,4 @@
-"""Weight sharding of the TPU functions (`xla_sharding_options`, backends/sharding.py): the
+"""Weight sharding of the TPU functions (`xla_sharding_options`, converter/sharding.py): the
 constant kernels of convolutions and dot_generals are split over the device mesh along their
 output-feature dimension (replicated where the mesh size does not divide it) and passed as
 sharded arguments; outputs equal the single-device run.
@@ -70,7 +70,7 @@ def test_weight_dims_split_output_features_where_they_divide():
     """Per op: a conv kernel on its out_feature dimension (0 in OIHW), a dot operand on its
     last free dimension; None (replicated) where the device count does not divide it."""
     from mlconv.api import load_model, lower_to_tpu
-    from mlconv.backends.sharding import weight_dims
+    from mlconv.converter.sharding import weight_dims
     from mlconv.dialects import tpu
 
     module = lower_to_tpu(load_model(cnn_model()), "x:2,3,16,16")
@@ -219,8 +219,8 @@ def test_cnn_weights_split_over_8_and_4_devices_equal_the_single_device_run(tmp_
 def one_device_artifact(tmp_path):
     """The CNN saved for a one-device mesh (weights as arguments, in this process's jax)."""
     from mlconv.api import load_model, lower_to_tpu
-    from mlconv.backends.artifact import save_artifact
-    from mlconv.backends.sharding import AXES, MeshSpec
+    from mlconv.converter.artifact import save_artifact
+    from mlconv.converter.sharding import AXES, MeshSpec
 
     module = lower_to_tpu(load_model(cnn_model()), "x:2,3,16,16")
     out = tmp_path / "artifact"
@@ -229,7 +229,7 @@ def one_device_artifact(tmp_path):
 
 
 def test_weights_as_arguments_round_trip_and_a_short_weights_file_is_one_line(tmp_path):
-    from mlconv.backends.artifact import load_artifact
+    from mlconv.converter.artifact import load_artifact
     from mlconv.backends.jax_backend import compile_module
     from mlconv.errors import BackendError
 

@@ -3,7 +3,7 @@
 
 // MODE: error: core-quantize: mode must be one of static, dynamic, weight-only, got 'int4'
 
-// CHECK: loc("conv1"): error: 'core.Convolution' op has no calibrated input range (mlconv.input_range): calibrate first (mlconv-convert's quantization_options, or mlconv.calibration)
+// CHECK: loc("conv1"): error: 'core.Convolution' op has no calibrated input range (mlconv.input_range): calibrate first (mlconv-convert's quantization_options, or mlconv.converter.calibration)
 func.func @uncalibrated(%x: tensor<1x2x4x4xf32>) -> tensor<1x1x4x4xf32> {
   %w = core.Constant {value = dense<[[[[0.5]], [[-1.0]]]]> : tensor<1x2x1x1xf32>} : tensor<1x2x1x1xf32>
   %y = "core.Convolution"(%x, %w) {strides = array<i64: 1, 1>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x4x4xf32> loc("conv1")

@@ -215,7 +215,7 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     import jax
     from jax import export
 
-    from mlconv.backends.artifact import region_specs
+    from mlconv.converter.artifact import region_specs
     from mlconv.backends.jax_backend import _interpret
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu

@@ -4,8 +4,8 @@
 
 `host_graph` freezes the signature (as frontends/tf_importer.py does), takes out the inlined
 bodies of its calls into placed functions (found by their call path, as in
-frontends/tf_host_part.py) and turns each call's outputs (`Func/<path>/output/_N`) into
-Placeholders; backends/host_part.py prunes the GraphDef per TPU call with TensorFlow and runs
+converter/host_part_split.py) and turns each call's outputs (`Func/<path>/output/_N`) into
+Placeholders; converter/host_part.py prunes the GraphDef per TPU call with TensorFlow and runs
 the calls as the artifact's StableHLO in between. `host_only_ops` names the op types that made
 the signature stay in TensorFlow (strings, sparse, ...: tf_placement's list).
 """
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mlconv.frontends.tf_host_part import _CALLS, _DT_RESOURCE, HostPartError, call_paths
+from mlconv.converter.host_part_split import _CALLS, _DT_RESOURCE, HostPartError, call_paths
 
 
 def host_only_ops(
@@ -26,7 +26,7 @@ def host_only_ops(
 ) -> list[str]:
     """The op types of the signature's host part that only TensorFlow runs (strings, sparse,
     ...: tf_placement's list), outside the placed functions, as `tf.<Op>`."""
-    from mlconv.frontends.tf_placement import FREE_OPS, _host_only, signature_library
+    from mlconv.converter.placement import FREE_OPS, _host_only, signature_library
 
     _, library, start = signature_library(saved_model, signature)
     stop = set(placed.values())
@@ -63,13 +63,13 @@ def host_graph(
 ) -> tuple[bytes, dict[str, Any]]:
     """The host part of a signature mlconv cannot convert, kept as TensorFlow: the signature's
     frozen graph without the bodies of its TPU calls, each call's outputs a Placeholder the
-    loader feeds with the TPU function's results (backends/host_part.py). Returns the
+    loader feeds with the TPU function's results (converter/host_part.py). Returns the
     GraphDef's bytes and how to run it: input and output tensors by name, and the TPU calls
     in an order where each one's inputs depend on earlier calls only."""
     from tensorflow.core.framework import graph_pb2
 
     from mlconv.frontends.tf_importer import _io_names, _pick, _quiet_tensorflow
-    from mlconv.frontends.tf_placement import signature_library
+    from mlconv.converter.placement import signature_library
 
     tf = _quiet_tensorflow()
     from tensorflow.python.framework.convert_to_constants import (

@@ -1,5 +1,5 @@
 """`mlconv-run OUTDIR --serve`: an artifact behind a local HTTP endpoint, its batcher shared by
-every connection (backends/batcher.py forms the batches).
+every connection (converter/batcher.py forms the batches).
 
     mlconv-run converted/ --serve --port 8500          # 127.0.0.1 unless --host
     curl -s localhost:8500/v1/model
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.batcher import QueueFullError, RequestTooLargeError
+from mlconv.converter.batcher import QueueFullError, RequestTooLargeError
 from mlconv.backends.http_request import (
     NPZ,
     RequestError,
@@ -58,7 +58,7 @@ from mlconv.backends.http_request import (
     content_length,
     parse_body,
 )
-from mlconv.backends.inputs import InputSpec
+from mlconv.signature.inputs import InputSpec
 from mlconv.errors import InputError, MlconvError
 
 

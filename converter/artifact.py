@@ -7,12 +7,12 @@
     OUTDIR/tpu/<function>.mlir     the same function as StableHLO text, for XLA tools
     OUTDIR/tpu/<function>.weights  with xla_sharding_options: the function's weights as raw
                                    bytes, arguments placed split over the mesh at load
-                                   (backends/sharding.py)
+                                   (converter/sharding.py)
     OUTDIR/host/<signature>.host_<i>.jaxexport  a SavedModel source's host part: what each
                                    signature computes around its TPU calls, for the host's CPU
-                                   (backends/host_part.py; the manifest's `signatures`)
+                                   (converter/host_part.py; the manifest's `signatures`)
     OUTDIR/saved_model/            the converted model as a TensorFlow SavedModel, the TPU
-                                   functions as XlaCallModule ops (backends/saved_model_writer.py);
+                                   functions as XlaCallModule ops (converter/saved_model_writer.py);
                                    written when TensorFlow is installed
 
 `save_artifact(module, outdir, ...)` takes a module at the tpu level (every op of `@main` in a
@@ -59,8 +59,8 @@ from mlconv.backends.artifact_manifest import (
     record_files,
 )
 from mlconv.backends.export_check import deserialize_checked
-from mlconv.backends.inputs import InputSpec, bind_inputs
-from mlconv.backends.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
+from mlconv.signature.inputs import InputSpec, bind_inputs
+from mlconv.converter.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output
 
@@ -95,13 +95,13 @@ def save_artifact(
     (XLA SPMD); the SavedModel form holds the functions for one device. `host` is the host
     part of a SavedModel source: the manifest's `signatures` and the host stages (name,
     tpu-level module, exported for the host; or the bytes of a GraphDef TensorFlow runs),
-    see backends/host_part.py. `symbolic` (backends/symbolic.Generalized) exports the module,
+    see converter/host_part.py. `symbolic` (backends/symbolic.Generalized) exports the module,
     lowered at probe sizes of its dynamic dims, with symbolic dims: the manifest's
     `symbolic_dims` names them, its inputs have -1 there. `texts` are text files (reports) by
     name, written in OUTDIR with the rest, their SHA-256s recorded too."""
-    from mlconv.backends.batcher import describe_batch, export_batched, flatten_batch_ops
+    from mlconv.converter.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
-    from mlconv.backends.module_io import find_main, value_names
+    from mlconv.signature.module_io import find_main, value_names
     from mlconv.dialects import tpu
 
     main = find_main(module)
@@ -112,7 +112,7 @@ def save_artifact(
     functions = []
     exported = []
     weights: dict[str, Any] = {}
-    # tpu.batch ops (tpu-batch) are seen through; each is also exported whole (backends/batcher.py)
+    # tpu.batch ops (tpu-batch) are seen through; each is also exported whole (converter/batcher.py)
     ops, aliases, batch_ops = flatten_batch_ops(block)
     regions: dict[Any, str] = {}
     for op in ops:
@@ -125,7 +125,7 @@ def save_artifact(
             functions.append({"name": name, "inputs": inputs, "outputs": len(op.results)})
             if sharding is None:
                 exported.append((name, _export_region(op, symbolic)))
-            else:  # weights split over the mesh, as arguments (backends/sharding.py)
+            else:  # weights split over the mesh, as arguments (converter/sharding.py)
                 weights[name] = export_sharded(op, sharding, PLATFORMS)
                 functions[-1]["weights"] = weights[name].manifest()
                 exported.append((name, weights[name].exported))
@@ -192,7 +192,7 @@ def save_artifact(
         manifest["batches"] = batches
     host_stages = []
     if host is not None:
-        from mlconv.backends.host_part import export_main
+        from mlconv.converter.host_part import export_main
 
         manifest["signatures"] = host[0]
         host_stages = [
@@ -229,7 +229,7 @@ def save_artifact(
             (staging / "host" / f"{name}.jaxexport").write_bytes(exp.serialize())
             (staging / "host" / f"{name}.mlir").write_text(exp.mlir_module())
         if write_tf:
-            from mlconv.backends.saved_model_writer import write_saved_model
+            from mlconv.converter.saved_model_writer import write_saved_model
 
             one_device = dict(exported)
             if sharding is not None:  # the SavedModel form runs on one device
@@ -370,8 +370,8 @@ class LoadedArtifact:
 
     @functools.cached_property
     def signatures(self) -> dict[str, Any]:
-        """Each signature run whole, host part included (backends/host_part.py)."""
-        from mlconv.backends.host_part import load_signatures
+        """Each signature run whole, host part included (converter/host_part.py)."""
+        from mlconv.converter.host_part import load_signatures
 
         return load_signatures(self, self.files, self.allow_tensorflow)
 
@@ -445,8 +445,8 @@ def load_artifact(
     artifact's own TensorFlow graph)."""
     loaded = LoadedArtifact(outdir, device, allow_tensorflow=allow_tensorflow)
     if loaded.manifest.get("batches"):
-        from mlconv.backends.batcher import BatchingModel
-        from mlconv.backends.host_part import BatchedCalls, load_signatures
+        from mlconv.converter.batcher import BatchingModel
+        from mlconv.converter.host_part import BatchedCalls, load_signatures
 
         model = BatchingModel(loaded, loaded.files)
         model.signatures = load_signatures(

@@ -37,7 +37,7 @@ from mlconv.errors import BackendError, InputError
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
 """TensorFlow's BatchFunction default, used where the options leave it 0."""
 
-# Upper bounds of BatchOptions, checked where options are parsed (tools/converter_options.py)
+# Upper bounds of BatchOptions, checked where options are parsed (converter/options.py)
 # and where an artifact's manifest is read (backends/artifact_manifest.py): each thread is an
 # OS thread, each allowed batch size one executable compiled at load and a padded batch of that
 # many rows in memory.
@@ -381,7 +381,7 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
     import jax
     from jax import export
 
-    from mlconv.backends.artifact import PLATFORMS
+    from mlconv.converter.artifact import PLATFORMS
     from mlconv.backends.jax_backend import _interpret
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
@@ -432,7 +432,7 @@ def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
     import jax
     from jax import export
 
-    from mlconv.backends.artifact import PLATFORMS
+    from mlconv.converter.artifact import PLATFORMS
     from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
     from mlconv.dialects import tpu
 
@@ -553,7 +553,7 @@ class BatchingModel:
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
         import jax
 
-        from mlconv.backends.inputs import InputSpec, bind_inputs
+        from mlconv.signature.inputs import InputSpec, bind_inputs
 
         if self._any_shape is None:  # batched inputs take any number of rows
             self._any_shape = [InputSpec(s.name, s.dtype, None) for s in self.loaded.input_specs]
@@ -602,7 +602,7 @@ class BatchingModel:
 def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any]:
     """The batch op `entry` (a manifest entry) as TensorFlow's own in-graph batching: a
     `BatchFunction` op carrying the same options around one XlaCallModule of the exported body
-    (polymorphic in the rows), for OUTDIR/saved_model (backends/saved_model_writer.py).
+    (polymorphic in the rows), for OUTDIR/saved_model (converter/saved_model_writer.py).
     TensorFlow pads to `allowed_batch_sizes` as the batcher above does; with large batch
     splitting it splits a request of any number of rows (up to LARGEST_REQUEST) across
     batches of at most `max_batch_size`, as the batcher does; without, it refuses one above
@@ -610,7 +610,7 @@ def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any
     import tensorflow as tf
     from jax.experimental import jax2tf
 
-    from mlconv.backends.artifact import PLATFORMS
+    from mlconv.converter.artifact import PLATFORMS
 
     shapes = [
         "(rows, " + "".join(f"{int(d)}, " for d in a.shape[1:]) + ")" for a in exported.in_avals

@@ -5,7 +5,7 @@
 
 The manifest's `signatures` maps each signature name to how it runs:
 
-- `"runtime": "jax"`: its host stages (frontends/tf_host_part.py: what the signature computes
+- `"runtime": "jax"`: its host stages (converter/host_part_split.py: what the signature computes
   around its TPU calls, converted with tf-to-core and core-to-tpu) are serialized
   `jax.export` modules in OUTDIR/host/<stage>.jaxexport, run on the host's CPU; `steps` lists
   the host stages and the TPU calls in order (a TPU call runs the artifact's function on the
@@ -37,7 +37,7 @@ import numpy as np
 
 from mlconv.backends.artifact_manifest import ArtifactFiles
 from mlconv.backends.export_check import deserialize_checked
-from mlconv.backends.inputs import InputSpec, bind_inputs
+from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.errors import BackendError
 
 SERVING = "serving_default"
@@ -50,9 +50,9 @@ def export_main(module: Any) -> Any:
     from jax import export
     from xdsl.dialects import func
 
-    from mlconv.backends.artifact import PLATFORMS
+    from mlconv.converter.artifact import PLATFORMS
     from mlconv.backends.jax_backend import _interpret
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
 

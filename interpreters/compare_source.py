@@ -188,7 +188,7 @@ def _aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
 
 def _main_inputs(module) -> list[tuple[str, tuple[int, ...], Any]]:
     """(name, shape with `?` as 1, numpy dtype) of each `@main` argument."""
-    from mlconv.backends.module_io import find_main, value_names
+    from mlconv.signature.module_io import find_main, value_names
     from mlconv.dense import numpy_dtype
 
     main = find_main(module, "compare")

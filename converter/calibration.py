@@ -136,7 +136,7 @@ def quantizable_ops(module: ModuleOp) -> list[Operation]:
 
 def _probe_module(module: ModuleOp) -> tuple[ModuleOp, int]:
     """A copy of `module` whose @main also returns the data input of each quantizable op."""
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
 
     probe = module.clone()
     main = find_main(probe, "calibrate")
@@ -383,7 +383,7 @@ def compare_outputs(
 
 
 def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], list[np.dtype]]:
-    from mlconv.backends.module_io import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.dense import numpy_dtype
     from mlconv.passes.core_to_tpu import input_name
 
@@ -396,7 +396,7 @@ def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], li
 
 
 def output_names(module: ModuleOp) -> list[str]:
-    from mlconv.backends.module_io import find_main, value_names
+    from mlconv.signature.module_io import find_main, value_names
 
     main = find_main(module, "quantize")
     return value_names(main.res_attrs, len(main.function_type.outputs.data), "output")
@@ -418,7 +418,7 @@ def quantize_for_tpu(
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
     from mlconv.passes.tpu_quantize import quantize_tpu_module
-    from mlconv.tools.converter_options import quantization_method
+    from mlconv.converter.options import quantization_method
 
     method = quantization_method(quantization)
     mode = MODES[method]

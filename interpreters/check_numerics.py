@@ -155,7 +155,7 @@ def _limit(reference: np.ndarray, rtol: float, atol: float) -> float:
 
 def _difference(after: np.ndarray, before: np.ndarray) -> float | None:
     """max |after - before| where the two line up (NCHW/NHWC moves too), else None."""
-    from mlconv.tools.compare_source import _aligned, errors
+    from mlconv.interpreters.compare_source import _aligned, errors
 
     after, before = np.asarray(after), np.asarray(before)
     if not (np.issubdtype(before.dtype, np.number) or before.dtype == np.bool_):
@@ -205,7 +205,7 @@ def check_numerics(
     report the first pass whose outputs move beyond `atol + rtol * max|before|` and its first
     differing op. `on_pass(pass)` is called before each pass (progress display)."""
     from mlconv.dialects import make_context
-    from mlconv.tools.compare_source import make_inputs
+    from mlconv.interpreters.compare_source import make_inputs
 
     ctx = ctx or make_context()
     _, arrays = make_inputs(module, inputs, seed)

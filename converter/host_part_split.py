@@ -18,7 +18,7 @@ stage that reads them. A reference is `{"input": i}` (the signature's i-th input
 Anything this cannot follow (a call TensorFlow did not inline, a callee whose inputs do not
 match the converted TPU function, an op the importer refuses such as a string input) is a
 `HostPartError` or the importer's error; the converter then keeps the host part in
-TensorFlow (frontends/tf_host_graph.py).
+TensorFlow (converter/host_part_graph.py).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class SignaturePlan:
 
 
 def signatures(saved_model: str | os.PathLike) -> list[str]:
-    from mlconv.frontends.tf_placement import read_saved_model
+    from mlconv.converter.placement import read_saved_model
 
     meta = read_saved_model(saved_model).meta_graphs[0]
     return sorted(k for k in meta.signature_def if not k.startswith("__"))
@@ -109,7 +109,7 @@ def split_signature(
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
     from mlconv.frontends.tf_importer import import_tf
-    from mlconv.frontends.tf_placement import reachable, signature_library
+    from mlconv.converter.placement import reachable, signature_library
 
     _, library, start = signature_library(saved_model, signature)
     if start is None or start not in library:
@@ -163,7 +163,7 @@ def split_signature(
 
 
 def _whole(signature: str, main: func.FuncOp, name: str) -> SignaturePlan:
-    from mlconv.backends.module_io import value_names
+    from mlconv.signature.module_io import value_names
 
     block = main.body.block
     count = len(block.last_op.operands)
@@ -177,7 +177,7 @@ def _whole(signature: str, main: func.FuncOp, name: str) -> SignaturePlan:
 def _plan(
     signature: str, main: func.FuncOp, body_ops: set[Operation], calls: list
 ) -> SignaturePlan:
-    from mlconv.backends.module_io import value_names
+    from mlconv.signature.module_io import value_names
 
     block = main.body.block
     returned = list(block.last_op.operands)

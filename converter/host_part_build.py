@@ -1,11 +1,11 @@
 """mlconv-convert's host part: each signature of a SavedModel source converted for the host.
 
 `convert_host_part(model, placement, arity, bf16, phases)` splits each signature into host
-stages around its TPU calls (frontends/tf_host_part.py) and lowers them to tpu ops for the
+stages around its TPU calls (converter/host_part_split.py) and lowers them to tpu ops for the
 host's CPU (tf-to-core, core-to-tpu{cpu}; with `bf16`, bfloat16 scope ALL, tpu-bf16 as well);
 a signature holding ops mlconv cannot lower keeps its host part in TensorFlow
-(frontends/tf_host_graph.py). The result is the manifest's `signatures` and the stages that
-backends/artifact.save_artifact writes to OUTDIR/host (backends/host_part.py runs them).
+(converter/host_part_graph.py). The result is the manifest's `signatures` and the stages that
+backends/artifact.save_artifact writes to OUTDIR/host (converter/host_part.py runs them).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def signature_specs(model: Path, signature: str) -> tuple[list[dict], list[str]]
     its SignatureDef, both sorted by name as TensorFlow flattens them."""
     import tensorflow as tf
 
-    from mlconv.frontends.tf_placement import read_saved_model
+    from mlconv.converter.placement import read_saved_model
 
     definition = read_saved_model(model).meta_graphs[0].signature_def[signature]
     inputs = []
@@ -46,16 +46,16 @@ def convert_host_part(
     bf16: Any,
     phases: Any,
 ) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
-    """The host part of each signature of a SavedModel (frontends/tf_host_part.py): its host
+    """The host part of each signature of a SavedModel (converter/host_part_split.py): its host
     stages lowered to tpu ops for the host's CPU (with `bf16`, a TpuBf16Pass for bfloat16 scope
     ALL, in bfloat16), or, when an op has no lowering, the signature kept for TensorFlow with
     the reason and its host part as a frozen GraphDef around the TPU calls (else the whole
     signature from OUTDIR/saved_model); returns the manifest's `signatures` and the stages
-    (backends/host_part.py)."""
+    (converter/host_part.py)."""
     from mlconv.api import lower_to_core
     from mlconv.dialects import make_context
-    from mlconv.frontends.tf_host_graph import host_graph, host_only_ops
-    from mlconv.frontends.tf_host_part import signatures, split_signature
+    from mlconv.converter.host_part_graph import host_graph, host_only_ops
+    from mlconv.converter.host_part_split import signatures, split_signature
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
 

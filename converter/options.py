@@ -10,7 +10,7 @@ that running mlconv needs only the `protobuf` runtime. Text is parsed by protobu
 its comments), become one-line `OptionError`s that name the field path, e.g.
 `batch_options[0].allowed_batch_sizes: the last entry (4) must equal max_batch_size (8)`.
 
-Bounds (the same as an artifact's manifest is held to, backends/batcher.py): `num_batch_threads`
+Bounds (the same as an artifact's manifest is held to, converter/batcher.py): `num_batch_threads`
 at most 256 (each is an OS thread), `max_batch_size` and every allowed batch size at most 65536
 (a padded batch is that many rows in memory, one executable per size), `batch_timeout_micros`
 at most one minute, `max_enqueued_batches` at most 100 000. An enum field holding a number the
@@ -18,7 +18,7 @@ schema does not name (`scope: 9`, `io_shape_optimization: -5`: proto3 text accep
 refused, as is an empty bfloat16 filterlist entry; an options file must be UTF-8 text of at
 most 16 MiB.
 
-`python -m mlconv.tools.converter_options --regenerate` rewrites the _pb2 module with
+`python -m mlconv.converter.options --regenerate` rewrites the _pb2 module with
 grpcio-tools' protoc (a dev dependency); a test checks that the checked-in module is current.
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from mlconv.backends.batcher import (
+from mlconv.converter.batcher import (
     MAX_BATCH_SIZE,
     MAX_BATCH_THREADS,
     MAX_BATCH_TIMEOUT_MICROS,
@@ -48,7 +48,7 @@ GENERATED = Path(__file__).with_name("converter_options_pb2.py")
 
 def schema():
     """The generated module (ConverterOptions, TpuFunction, BatchOptions, ...)."""
-    from mlconv.tools import converter_options_pb2
+    from mlconv.converter import converter_options_pb2
 
     return converter_options_pb2
 

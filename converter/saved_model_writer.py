@@ -68,9 +68,9 @@ def _as_tf(exported: Any, name: str):
 
 
 def _as_batched_tf(batch: Mapping[str, Any], exported: Any):
-    """A concrete tf.function holding one BatchFunction op (backends/batcher.py) with the batch
+    """A concrete tf.function holding one BatchFunction op (converter/batcher.py) with the batch
     op's options around the XlaCallModule of `exported` (the body for any number of rows)."""
-    from mlconv.backends.batcher import tf_batch_function
+    from mlconv.converter.batcher import tf_batch_function
 
     tf = _tensorflow()
     batched = tf_batch_function(dict(batch), exported)
@@ -193,7 +193,7 @@ def write_from_saved_model(
     one that a batch op batches alone (`batched`: batch name -> its body for any number of
     rows) by a BatchFunction around it."""
     source = Path(source)
-    from mlconv.frontends.tf_placement import read_saved_model
+    from mlconv.converter.placement import read_saved_model
 
     proto = read_saved_model(source)
     functions = proto.meta_graphs[0].graph_def.library
@@ -240,8 +240,8 @@ def write_new_saved_model(
 ) -> None:
     """A SavedModel whose `serving_default` runs the artifact's functions as `manifest` wires
     them (model inputs by name in, model outputs by name out); a batch op is TensorFlow's
-    BatchFunction with the same options (backends/batcher.py), its inputs' 0th dimension None."""
-    from mlconv.backends.batcher import tf_batch_function
+    BatchFunction with the same options (converter/batcher.py), its inputs' 0th dimension None."""
+    from mlconv.converter.batcher import tf_batch_function
 
     tf = _tensorflow()
     batches = {b["name"]: b for b in manifest.get("batches", [])}
