@@ -18,100 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
-
-from mlconv.errors import FrontendError, OptionError
-
-
-def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
-    """Import `model` into its framework dialect (or parse it, for .mlir)."""
-    if isinstance(model, ModuleOp):
-        return model
-    if not isinstance(model, str | os.PathLike):
-        import onnx
-
-        if isinstance(model, onnx.ModelProto):
-            from mlconv.frontends.onnx_importer import import_onnx
-
-            return import_onnx(model)
-        raise FrontendError(
-            f"cannot compile a {type(model).__name__}: give a path or an onnx.ModelProto"
-        )
-    path = Path(model)
-    if path.is_dir():
-        from mlconv.frontends.tf_importer import import_tf
-
-        return import_tf(str(path), **frontend_options)
-    suffix = path.suffix.lower()
-    if suffix == ".tflite":
-        from mlconv.frontends.tflite_importer import import_tflite
-
-        return import_tflite(str(path))
-    if suffix == ".mlir":
-        return parse_mlir_file(path)
-    from mlconv.frontends.onnx_importer import import_onnx
-
-    return import_onnx(str(path))
-
-
-def parse_mlir_file(path: Path) -> ModuleOp:
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
-
-    from mlconv.dialects import make_context
-
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise FrontendError(f"{path}: cannot read: {error.strerror}") from None
-    try:
-        module = Parser(make_context(), text, str(path)).parse_module()
-    except ParseError as error:
-        raise FrontendError(f"{path}: {str(error).splitlines()[0]}") from None
-    module.verify()
-    return module
-
-
-def format_input_shapes(shapes: str | Mapping[str, Sequence[int | None]] | None) -> str:
-    """{"x": [1, 3, None]} -> "x:1,3,?" (the input-shapes option's syntax)."""
-    if not shapes:
-        return ""
-    if isinstance(shapes, str):
-        return shapes
-    if not isinstance(shapes, Mapping):
-        raise OptionError("input_shapes must be a dict name -> dims or a 'x:1,3,224,224' string")
-    return ";".join(
-        f"{name}:" + ",".join("?" if d is None or d < 0 else str(int(d)) for d in dims)
-        for name, dims in shapes.items()
-    )
-
-
-def framework_dialects(module: ModuleOp) -> list[str]:
-    from mlconv.passes.pipelines import FRONTENDS
-
-    found = {op.name.split(".", 1)[0] for op in module.walk()}
-    return [dialect for dialect in FRONTENDS if dialect in found]
-
-
-def lower_to_core(module: ModuleOp, allow_custom: bool = False) -> ModuleOp:
-    """Lower every framework dialect of the module to core, in place, by the passes
-    `passes.pipelines.to_core_passes` names for it (`allow_custom`: an op without a lowering
-    becomes core.Custom, run by its registered host implementation)."""
-    from mlconv.passes.pipelines import run_passes, to_core_passes
-
-    for dialect in framework_dialects(module):
-        run_passes(to_core_passes(dialect, allow_custom), module)
-    return module
-
-
-def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
-    """Lower a module of any framework dialect (or core) to tpu ops, in place."""
-    from mlconv.dialects import make_context
-    from mlconv.passes.pipelines import CoreToTpuPipeline
-
-    lower_to_core(module)
-    CoreToTpuPipeline(input_shapes=input_shapes).apply(make_context(), module)
-    return module
+from mlconv.errors import OptionError
 
 
 def _gc_paused(fn):
@@ -175,7 +82,8 @@ def compile(  # noqa: A001 - the API the design names
     default a decoder with optimum's input names (`past_key_values.*`, `attention_mask`) pads
     its past length; `pad_dims=False`: never pad.
     `allow_tensorflow` goes with an mlconv-convert artifact, as for `load`."""
-    from mlconv.converter.artifact import is_artifact, load_artifact
+    # Imported here, not at the top: `import mlconv` (every mlconv-* command) stays ~0.2 s
+    # instead of ~1.3 s with the passes and JAX loaded.
     from mlconv.backends.backend_choice import (
         BackendChoice,
         compile_chosen,
@@ -187,8 +95,12 @@ def compile(  # noqa: A001 - the API the design names
         SpecializingModule,
         needs_specialization,
     )
+    from mlconv.converter.artifact import is_artifact, load_artifact
     from mlconv.dialects import make_context
-    from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
+    from mlconv.frontends.load import format_input_shapes, load_model
+    from mlconv.interpreters.check_numerics import check_pipeline_numerics
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core, target_device
+    from mlconv.passes.progress import PassProgress
 
     if compilation_cache is not None:
         from mlconv.backends.compile_cache import configure
@@ -205,8 +117,7 @@ def compile(  # noqa: A001 - the API the design names
     backend = resolve_backend(backend, device)
     module = load_model(model, **frontend_options)
     if check_numerics:
-        check_compile_numerics(module.clone(), device, input_shapes, check_numerics)
-    from mlconv.passes.progress import PassProgress
+        check_pipeline_numerics(module.clone(), device, input_shapes, check_numerics)
 
     with PassProgress(None, "mlconv.compile", quiet) as progress:
         with progress.step("lower to core"):
@@ -275,28 +186,6 @@ def onnx_dim_names(model: Any) -> dict[str, list[str | None]]:
         value.name: [d.dim_param or None for d in value.type.tensor_type.shape.dim]
         for value in model.graph.input
     }
-
-
-def check_compile_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:
-    """The passes `compile` runs, each checked by `mlconv.interpreters.check_numerics`."""
-    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.pipelines import CoreToTpuPipeline, target_device, to_core_passes
-    from mlconv.interpreters.check_numerics import NumericsDivergence, check_numerics
-    from mlconv.interpreters.compare_source import _main_inputs
-
-    if not input_shapes:
-        input_shapes = {name: shape for name, shape, _ in _main_inputs(module)}
-    shapes = format_input_shapes(input_shapes)
-    passes = [stage for dialect in framework_dialects(module) for stage in to_core_passes(dialect)]
-    passes += [
-        CoreInferShapesPass(input_shapes=shapes),
-        CoreToTpuPipeline(device=target_device(device)),
-    ]
-    kwargs = dict(zip(("rtol", "atol"), tolerances, strict=True)) if tolerances is not True else {}
-    report = check_numerics(module, passes, **kwargs)
-    if not report.ok:
-        where = report.first_op.location if report.first_op else None
-        raise NumericsDivergence(report.message(), where)
 
 
 def load(path: str | os.PathLike, device: str | None = None, *, allow_tensorflow: bool = False):

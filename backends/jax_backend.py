@@ -29,14 +29,14 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.backends import compile_cache
-from mlconv.signature.inputs import InputSpec, bind_inputs
-from mlconv.signature.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
 from mlconv.fileio import write_output
 from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
 from mlconv.passes.tpu_sink_transposes import REDUCTIONS as SHARED_REDUCTIONS
+from mlconv.signature.inputs import InputSpec, bind_inputs
+from mlconv.signature.module_io import find_main, value_names
 
 DEVICES = ("cpu", "gpu", "tpu")
 
@@ -472,7 +472,7 @@ def export_stablehlo(module: ModuleOp, out_path: str) -> None:
     when it is still at a framework or core level; inputs with dynamic dims are exported with
     symbolic dims (backends/symbolic.py, the path mlconv-convert takes), one module for every
     size."""
-    from mlconv.api import lower_to_tpu
+    from mlconv.passes.pipelines import lower_to_tpu
 
     if any(not op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk()):
         from mlconv.backends.symbolic import export_symbolic, has_dynamic_inputs

@@ -41,7 +41,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Region, SSAValue
 
-from mlconv.signature.module_io import find_main, value_names
 from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp
@@ -49,6 +48,7 @@ from mlconv.errors import BackendError, FrontendError
 from mlconv.fileio import staged_output
 from mlconv.passes.core_op_versions import ATTRIBUTE as OPSET
 from mlconv.passes.lowering import lookup
+from mlconv.signature.module_io import find_main, value_names
 
 IR_VERSION = "11"
 
@@ -352,9 +352,9 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
     """mlconv-translate --export-openvino: lower framework dialects to core, run the
     registered `core-to-openvino` pipeline, then write the .xml and .bin."""
-    from mlconv.api import framework_dialects, lower_to_core
     from mlconv.dialects import make_context
     from mlconv.passes import get_pass
+    from mlconv.passes.pipelines import framework_dialects, lower_to_core
 
     if framework_dialects(module):
         lower_to_core(module)

@@ -132,9 +132,10 @@ TOLERANCE = 1e-4  # max |openvino - jax| / max |jax|
 
 def case_module(case):
     """The core module of an ONNX node case (import + lowering to core), or None."""
-    from mlconv.api import load_model, lower_to_core
     from mlconv.dialects import make_context
+    from mlconv.frontends.load import load_model
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import lower_to_core
 
     module = lower_to_core(load_model(case.model))
     CoreInferShapesPass().apply(make_context(), module)

@@ -120,7 +120,6 @@ def breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, float
 def _breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, float, float]]:
     import jax
 
-    from mlconv.api import load_model, lower_to_core
     from mlconv.backends.jax_backend import (
         CompiledRegion,
         HostRegion,
@@ -128,8 +127,9 @@ def _breakdown(path: str, inputs: dict[str, np.ndarray]) -> list[tuple[str, floa
         pick_device,
     )
     from mlconv.dialects import make_context, tpu
+    from mlconv.frontends.load import load_model
     from mlconv.passes.core_to_tpu import input_name
-    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core
 
     def input_names(main):
         return [input_name(main, i) for i in range(len(main.body.block.args))]

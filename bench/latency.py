@@ -107,11 +107,11 @@ class Mlconv:
         target_passes: bool,
         bf16: bool = False,
     ):
-        from mlconv.api import load_model, lower_to_core
         from mlconv.backends.jax_backend import compile_module
         from mlconv.dialects import make_context
+        from mlconv.frontends.load import load_model
         from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-        from mlconv.passes.pipelines import CoreToTpuPipeline
+        from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core
 
         start = time.perf_counter()
         module = load_model(path)

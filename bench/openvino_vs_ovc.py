@@ -59,8 +59,8 @@ def layer_types(xml_path: Path) -> Counter:
 
 def convert_mlconv(source, out: Path) -> float:
     """mlconv-translate --import-* then --export-openvino (core-fuse, core-op-versions)."""
-    from mlconv.api import load_model
     from mlconv.backends.openvino_ir import export_openvino
+    from mlconv.frontends.load import load_model
 
     start = time.perf_counter()
     export_openvino(load_model(source), str(out))

@@ -203,11 +203,10 @@ def measure(step: str, path: str) -> dict:
     """Child process: import everything the step needs, reset the peak, run the step."""
     import jax  # noqa: F401
 
-    from mlconv.api import lower_to_core
     from mlconv.backends.jax_backend import compile_module
     from mlconv.dialects import make_context
     from mlconv.frontends.onnx_importer import import_onnx
-    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core
 
     make_context()
     baseline = _reset_peak()

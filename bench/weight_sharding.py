@@ -46,8 +46,9 @@ def export(name: str, size: int, batch: int, path: Path) -> None:
 
 
 def constant_bytes(module_path: str, shape: str) -> int:
-    from mlconv.api import load_model, lower_to_tpu
     from mlconv.dialects import tpu
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_tpu
 
     module = lower_to_tpu(load_model(module_path), shape)
     return sum(

@@ -52,12 +52,11 @@ def convert_host_part(
     the reason and its host part as a frozen GraphDef around the TPU calls (else the whole
     signature from OUTDIR/saved_model); returns the manifest's `signatures` and the stages
     (converter/host_part.py)."""
-    from mlconv.api import lower_to_core
-    from mlconv.dialects import make_context
     from mlconv.converter.host_part_graph import host_graph, host_only_ops
     from mlconv.converter.host_part_split import signatures, split_signature
+    from mlconv.dialects import make_context
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core, run_passes
 
     entries: dict[str, Any] = {}
     stages: list[tuple[str, Any]] = []

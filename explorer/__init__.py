@@ -32,7 +32,8 @@ def model_argument(path: str | os.PathLike) -> str:
 
 def load_at_level(path: str | os.PathLike, level: str = "core", input_shapes: str = "") -> ModuleOp:
     """The model at `path` imported and lowered to `level` (one of LEVELS)."""
-    from mlconv.api import load_model, lower_to_core, lower_to_tpu
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_core, lower_to_tpu
 
     if level not in LEVELS:
         raise OptionError(f"unknown level '{level}' (expected one of {', '.join(LEVELS)})")

@@ -27,6 +27,17 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from mlconv.errors import MlconvError, OptionError, PassFailure
+from mlconv.frontends.load import format_input_shapes
+from mlconv.interpreters.common import Recorder, level_of, run_module
+from mlconv.interpreters.compare_source import aligned, errors
+from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+from mlconv.passes.pipelines import (
+    CoreToTpuPipeline,
+    framework_dialects,
+    target_device,
+    to_core_passes,
+)
+from mlconv.signature.main_inputs import main_inputs, make_inputs
 
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-5
@@ -132,8 +143,6 @@ def expand(passes: Sequence[ModulePass]) -> list[ModulePass]:
 
 
 def _interpretable(module: ModuleOp) -> str | None:
-    from mlconv.interpreters import level_of
-
     try:
         return level_of(module)
     except MlconvError:
@@ -141,8 +150,6 @@ def _interpretable(module: ModuleOp) -> str | None:
 
 
 def _run(module: ModuleOp, inputs: Sequence[np.ndarray]):
-    from mlconv.interpreters import Recorder, run_module
-
     recorder = Recorder()
     outputs = run_module(module, inputs, recorder)
     return outputs, recorder
@@ -155,15 +162,13 @@ def _limit(reference: np.ndarray, rtol: float, atol: float) -> float:
 
 def _difference(after: np.ndarray, before: np.ndarray) -> float | None:
     """max |after - before| where the two line up (NCHW/NHWC moves too), else None."""
-    from mlconv.interpreters.compare_source import _aligned, errors
-
     after, before = np.asarray(after), np.asarray(before)
     if not (np.issubdtype(before.dtype, np.number) or before.dtype == np.bool_):
         return None
-    aligned = _aligned(after, before)
-    if aligned is None:
+    lined_up = aligned(after, before)
+    if lined_up is None:
         return None
-    return errors(aligned.astype(np.float64), before.astype(np.float64))[0]
+    return errors(lined_up.astype(np.float64), before.astype(np.float64))[0]
 
 
 def first_differing_op(before, after, rtol: float, atol: float) -> OpDivergence | None:
@@ -205,7 +210,6 @@ def check_numerics(
     report the first pass whose outputs move beyond `atol + rtol * max|before|` and its first
     differing op. `on_pass(pass)` is called before each pass (progress display)."""
     from mlconv.dialects import make_context
-    from mlconv.interpreters.compare_source import make_inputs
 
     ctx = ctx or make_context()
     _, arrays = make_inputs(module, inputs, seed)
@@ -253,3 +257,22 @@ def check_numerics(
                     report.first_op = first_differing_op(previous[1], current[1], rtol, atol)
         previous = current
     return report
+
+
+def check_pipeline_numerics(module: ModuleOp, device, input_shapes, tolerances) -> None:
+    """The passes `mlconv.compile` runs on `module`, each checked by `check_numerics`; raises
+    `NumericsDivergence` naming the first pass and op that change the numbers."""
+
+    if not input_shapes:
+        input_shapes = {name: shape for name, shape, _ in main_inputs(module)}
+    shapes = format_input_shapes(input_shapes)
+    passes = [stage for dialect in framework_dialects(module) for stage in to_core_passes(dialect)]
+    passes += [
+        CoreInferShapesPass(input_shapes=shapes),
+        CoreToTpuPipeline(device=target_device(device)),
+    ]
+    kwargs = dict(zip(("rtol", "atol"), tolerances, strict=True)) if tolerances is not True else {}
+    report = check_numerics(module, passes, **kwargs)
+    if not report.ok:
+        where = report.first_op.location if report.first_op else None
+        raise NumericsDivergence(report.message(), where)

@@ -13,9 +13,9 @@ from xdsl.interpreter import Interpreter, OpImplResult, PythonValues
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
-from mlconv.backends.jax_backend import find_main
 from mlconv.dense import numpy_dtype
 from mlconv.errors import BackendError, MlconvError, describe_location
+from mlconv.signature.module_io import find_main
 
 
 @dataclass

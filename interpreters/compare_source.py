@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mlconv.errors import MlconvError, OptionError
+from mlconv.signature.main_inputs import make_inputs
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -170,7 +171,7 @@ def _row(name, location, op_type, ours, reference, kind, rtol, atol) -> Row:
     )
 
 
-def _aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
+def aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
     """`ours` in the reference's layout: as is, or NCHW->NHWC (any rank >= 3), else None."""
     if ours.shape == reference.shape:
         return ours
@@ -181,66 +182,6 @@ def _aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
     if ours.size == reference.size and ours.size == 1:
         return ours.reshape(reference.shape)
     return None
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def _main_inputs(module) -> list[tuple[str, tuple[int, ...], Any]]:
-    """(name, shape with `?` as 1, numpy dtype) of each `@main` argument."""
-    from mlconv.signature.module_io import find_main, value_names
-    from mlconv.dense import numpy_dtype
-
-    main = find_main(module, "compare")
-    args = main.body.block.args
-    found = []
-    for name, arg in zip(value_names(main.arg_attrs, len(args), "arg"), args, strict=True):
-        shape = tuple(d if d >= 0 else 1 for d in arg.type.get_shape())
-        found.append((name, shape, numpy_dtype(arg.type.get_element_type())))
-    return found
-
-
-def _main_args(module) -> list:
-    from mlconv.backends.jax_backend import find_main
-
-    return list(find_main(module, "compare").body.block.args)
-
-
-def make_inputs(module, inputs: Any, seed: int) -> tuple[list[str], list[np.ndarray]]:
-    """The model's input names and arrays: `inputs` (a dict by name, or a list in order), or
-    seeded random arrays (standard normal floats, integers in [0, 4)) of the declared shapes."""
-    specs = _main_inputs(module)
-    names = [name for name, _, _ in specs]
-    if inputs is None:
-        rng = np.random.default_rng(seed)
-        arrays = []
-        for _, shape, dtype in specs:
-            if np.issubdtype(dtype, np.floating):
-                arrays.append(rng.standard_normal(shape).astype(dtype))
-            elif dtype == np.bool_:
-                arrays.append(rng.integers(0, 2, shape).astype(dtype))
-            else:
-                arrays.append(rng.integers(0, 4, shape).astype(dtype))
-        return names, arrays
-    if isinstance(inputs, Mapping):
-        from mlconv.tools.mlconv_run import order_inputs
-
-        arrays = order_inputs(dict(inputs), names)
-    else:
-        arrays = list(inputs)
-    if len(arrays) != len(specs):
-        raise OptionError(f"the model has {len(specs)} inputs, {len(arrays)} given")
-    declared = [tuple(a.type.get_shape()) for a in _main_args(module)]
-    for name, array, dims in zip(names, arrays, declared, strict=True):
-        shape = np.shape(array)
-        if len(shape) != len(dims) or any(
-            d >= 0 and d != s for d, s in zip(dims, shape, strict=True)
-        ):
-            wanted = "x".join("?" if d < 0 else str(d) for d in dims)
-            raise OptionError(f"input {name} has shape {shape}, the model declares {wanted}")
-    return names, [
-        np.asarray(a, dtype=dtype) for a, (_, _, dtype) in zip(arrays, specs, strict=True)
-    ]
 
 
 # --------------------------------------------------------------------------- source runtimes
@@ -402,10 +343,9 @@ def _mlconv_layers(module, arrays, input_shapes: str) -> dict[str, list[np.ndarr
     core's NCHW layout) and without core-fuse: a fusion leaves the fused op at the location of
     one of its parts (Convolution+BatchNorm at the Convolution's), whose value is then the
     fused one. The outputs are compared on the whole pipeline."""
-    from mlconv.api import lower_to_core
     from mlconv.dialects import make_context
     from mlconv.interpreters import Recorder, run_module
-    from mlconv.passes.pipelines import CoreToTpuPipeline
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core
 
     lower_to_core(module)
     ctx = make_context()
@@ -447,7 +387,7 @@ def compare_with_source(
     (`inputs` by name or in order; seeded random ones of the declared shapes when None) and
     compare every output and, with `per_layer`, every intermediate tensor both sides have."""
     import mlconv
-    from mlconv.api import format_input_shapes, load_model
+    from mlconv.frontends.load import format_input_shapes, load_model
 
     path = os.fspath(model_path)
     if not os.path.exists(path):
@@ -485,14 +425,14 @@ def compare_with_source(
         name, where = source_names[index] if index < len(source_names) else (None, None)
         name = output_names[index] if index < len(output_names) else name or f"output_{index}"
         theirs = np.asarray(theirs)
-        aligned = _aligned(mine, theirs)
-        if aligned is None:
+        lined_up = aligned(mine, theirs)
+        if lined_up is None:
             raise MlconvError(
                 f"output {name}: mlconv's shape {mine.shape} differs from "
                 f"{RUNTIMES[framework]}'s {theirs.shape}"
             )
         report.outputs.append(
-            _row(name, where or name, "output", aligned, theirs, "output", rtol, atol)
+            _row(name, where or name, "output", lined_up, theirs, "output", rtol, atol)
         )
     if per_layer:
         by_location = _mlconv_layers(module, arrays, shapes)
@@ -504,12 +444,12 @@ def compare_with_source(
             reference = tensor.value
             if not np.issubdtype(reference.dtype, np.number) and reference.dtype != np.bool_:
                 continue
-            aligned = _aligned(results[tensor.output_index], reference)
-            if aligned is None:
+            lined_up = aligned(results[tensor.output_index], reference)
+            if lined_up is None:
                 report.unmatched += 1
                 continue
             report.layers.append(
-                _row(tensor.name, tensor.location, tensor.op_type, aligned, reference, "layer",
+                _row(tensor.name, tensor.location, tensor.op_type, lined_up, reference, "layer",
                      rtol, atol)
             )  # fmt: skip
     return report

@@ -143,10 +143,9 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
 
 def dry_run(module: ModuleOp) -> list[MlconvError]:
     """Every error lowering `module` (any framework dialect, or core) to tpu ops would meet."""
-    from mlconv.api import framework_dialects
     from mlconv.dialects import make_context
     from mlconv.passes import get_pass
-    from mlconv.passes.pipelines import FRONTENDS
+    from mlconv.passes.pipelines import FRONTENDS, framework_dialects
 
     ctx = make_context()
     module = module.clone()

@@ -209,3 +209,26 @@ class CoreToOpenvinoPipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(self.passes(), op, ctx)
+
+
+def framework_dialects(module: ModuleOp) -> list[str]:
+    found = {op.name.split(".", 1)[0] for op in module.walk()}
+    return [dialect for dialect in FRONTENDS if dialect in found]
+
+
+def lower_to_core(module: ModuleOp, allow_custom: bool = False) -> ModuleOp:
+    """Lower every framework dialect of the module to core, in place, by the passes
+    `passes.pipelines.to_core_passes` names for it (`allow_custom`: an op without a lowering
+    becomes core.Custom, run by its registered host implementation)."""
+    for dialect in framework_dialects(module):
+        run_passes(to_core_passes(dialect, allow_custom), module)
+    return module
+
+
+def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
+    """Lower a module of any framework dialect (or core) to tpu ops, in place."""
+    from mlconv.dialects import make_context
+
+    lower_to_core(module)
+    CoreToTpuPipeline(input_shapes=input_shapes).apply(make_context(), module)
+    return module

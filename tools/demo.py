@@ -112,12 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="folder for the built model (default: a temporary one)")
     args = parser.parse_args(argv)
 
-    from mlconv.api import load_model
     from mlconv.backends.jax_backend import compile_module
+    from mlconv.frontends.load import load_model
+    from mlconv.interpreters.check_numerics import check_numerics
+    from mlconv.interpreters.compare_source import compare_with_source
     from mlconv.passes.pipeline_spec import parse_pass_pipeline
     from mlconv.passes.pipelines import target_device
-    from mlconv.interpreters.check_numerics import check_numerics
-    from mlconv.interpreters.compare_source import compare_with_source, make_inputs
+    from mlconv.signature.main_inputs import make_inputs
 
     path = args.model
     if path is None:

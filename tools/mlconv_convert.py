@@ -201,8 +201,8 @@ def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
 
 
 def _input_names(module: Any) -> list[str]:
-    from mlconv.signature.module_io import find_main
     from mlconv.passes.core_to_tpu import input_name
+    from mlconv.signature.module_io import find_main
 
     main = find_main(module)
     return [input_name(main, i) for i in range(len(main.body.block.args))]
@@ -226,18 +226,18 @@ def convert(
     quiet: bool = True,
 ) -> dict[str, Any]:
     """Convert `model` into the artifact folder `output`; returns its manifest."""
-    from mlconv.api import format_input_shapes, load_model, lower_to_core
-    from mlconv.converter.artifact import _function_name, save_artifact
-    from mlconv.signature.module_io import find_main
     from mlconv.backends.specialize import needs_specialization, value_inputs
+    from mlconv.converter.artifact import _function_name, save_artifact
+    from mlconv.converter.options import ConversionSettings, load_converter_options
     from mlconv.dialects import make_context
+    from mlconv.frontends.load import format_input_shapes, load_model
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.core_to_tpu import input_name
-    from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core, run_passes
     from mlconv.passes.tpu_bf16 import TpuBf16Pass, check_filterlist
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
     from mlconv.passes.tpu_report import TpuReportPass, format_report, work
-    from mlconv.converter.options import ConversionSettings, load_converter_options
+    from mlconv.signature.module_io import find_main
 
     phases = Phases(quiet)
     options = phases.run(

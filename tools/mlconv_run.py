@@ -26,6 +26,7 @@ import numpy as np
 
 from mlconv.errors import MlconvError, OptionError
 from mlconv.fileio import staged_output
+from mlconv.signature.main_inputs import order_inputs
 from mlconv.tools.cli import ToolArgumentParser, ToolFailure, render, run_tool
 
 PROG = "mlconv-run"
@@ -195,31 +196,6 @@ def io_names(compiled: Any, path: str) -> tuple[list[str] | None, list[str] | No
     return (list(inputs) if inputs is not None else found[0]), (
         list(outputs) if outputs is not None else found[1]
     )
-
-
-def order_inputs(arrays: dict[str, np.ndarray], names: list[str] | None) -> list[np.ndarray]:
-    """The arrays in the model's input order, by name or by position (`arr_0`, `arr_1`, ...)."""
-    positional = [f"arr_{i}" for i in range(len(arrays))]
-    if sorted(arrays) == sorted(positional) and not (names and set(names) & set(arrays)):
-        return [arrays[key] for key in positional]
-    if names is None:
-        raise OptionError(
-            "the model's input names are unknown: store the inputs positionally "
-            "(np.savez(f, a, b)) in the order of the model's inputs"
-        )
-    missing = [n for n in names if n not in arrays]
-    if missing:
-        raise OptionError(
-            f"input(s) {', '.join(missing)} missing from --inputs (it has: "
-            f"{', '.join(sorted(arrays)) or 'nothing'})"
-        )
-    unknown = sorted(set(arrays) - set(names))
-    if unknown:
-        raise OptionError(
-            f"--inputs has array(s) {', '.join(unknown)} that are not model inputs "
-            f"(inputs: {', '.join(names)})"
-        )
-    return [arrays[n] for n in names]
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:

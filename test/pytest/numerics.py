@@ -23,7 +23,6 @@ import onnx
 import onnx.numpy_helper
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from mlconv.api import lower_to_tpu
 from mlconv.backends.jax_backend import compile_module
 from mlconv.backends.jax_backend import find_main as main_function
 from mlconv.dense import numpy_dtype
@@ -31,6 +30,7 @@ from mlconv.dialects import make_context
 from mlconv.interpreters import Recorder
 from mlconv.interpreters import run_module as _interpret
 from mlconv.passes.pipeline_spec import parse_pass_pipeline
+from mlconv.passes.pipelines import lower_to_tpu
 
 LIGHT_MODELS = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light"
 

@@ -146,7 +146,8 @@ def test_dynamic_batch_without_input_shapes_specializes_per_call() -> None:
 
 def test_lowering_a_dynamic_batch_is_one_line() -> None:
     """Lowering (not compiling) a dynamic model: the error names the input and the fix."""
-    from mlconv.api import load_model, lower_to_tpu
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_tpu
 
     with pytest.raises(MlconvError) as error:
         lower_to_tpu(load_model(_mlp(batch="N")))

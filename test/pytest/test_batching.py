@@ -226,10 +226,11 @@ def test_tpu_batch_pass_numerics_before_and_after():
     interpreter and by the JAX backend; the printed IR parses back to the same text."""
     from xdsl.parser import Parser
 
-    from mlconv.api import load_model, lower_to_tpu
     from mlconv.backends.jax_backend import compile_module
     from mlconv.dialects import make_context
+    from mlconv.frontends.load import load_model
     from mlconv.interpreters import run_module
+    from mlconv.passes.pipelines import lower_to_tpu
     from mlconv.passes.tpu_batch import TpuBatchPass
 
     module = lower_to_tpu(load_model(mlp()), f"x:1,{FEATURES}")

@@ -7,11 +7,12 @@ import numpy as np
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
-from mlconv.api import load_model, lower_to_core
 from mlconv.backends.jax_backend import compile_module
 from mlconv.dialects import make_context
+from mlconv.frontends.load import load_model
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.core_to_tpu import CoreToTpuPass
+from mlconv.passes.pipelines import lower_to_core
 from mlconv.semantics.tracing import clear_traces, trace_misses
 
 

@@ -108,7 +108,7 @@ def _round_trip(module) -> str:
 
 
 def test_ir_of_every_level_round_trips(registered):
-    from mlconv.api import lower_to_core, lower_to_tpu
+    from mlconv.passes.pipelines import lower_to_core, lower_to_tpu
 
     module = import_onnx(model(1))
     text = _round_trip(module)
@@ -129,8 +129,8 @@ def test_ir_of_every_level_round_trips(registered):
 def test_interpreters_call_the_host(registered):
     """Eagerly (the core and tpu reference interpreters) the primitive calls the implementation
     at once."""
-    from mlconv.api import lower_to_core
     from mlconv.interpreters import run_module
+    from mlconv.passes.pipelines import lower_to_core
 
     proto = model(0)
     module = lower_to_core(import_onnx(proto), allow_custom=True)
@@ -138,7 +138,7 @@ def test_interpreters_call_the_host(registered):
     expected_y, expected_indices = reference(proto, x, 0)
     for level in ("core", "tpu"):
         if level == "tpu":
-            from mlconv.api import lower_to_tpu
+            from mlconv.passes.pipelines import lower_to_tpu
 
             lower_to_tpu(module)
         y, indices = run_module(module, [x])
@@ -160,7 +160,7 @@ def test_no_implementation_when_the_program_is_built():
       func.return %y : tensor<2x3xf32>
     }
     """
-    from mlconv.api import lower_to_tpu
+    from mlconv.passes.pipelines import lower_to_tpu
 
     module = lower_to_tpu(Parser(make_context(), text).parse_module())
     with pytest.raises(BackendError, match="com.acme.Nowhere has no host implementation") as caught:
@@ -173,9 +173,9 @@ def test_openvino_writer_writes_an_extension_layer(registered):
     """core.Custom in OpenVINO IR: type = op type, version = domain, attributes in <data>."""
     import xml.etree.ElementTree as ET
 
-    from mlconv.api import lower_to_core
     from mlconv.backends.openvino_ir import to_openvino_ir
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import lower_to_core
 
     module = lower_to_core(import_onnx(model(1)), allow_custom=True)
     CoreInferShapesPass().apply(None, module)  # the host implementation gives the shapes
@@ -218,9 +218,9 @@ def test_a_plugin_pattern_lowers_core_custom():
     ops (whatever framework the op came from): no host callback is left."""
     from xdsl.dialects.builtin import i64
 
-    from mlconv.api import lower_to_core
     from mlconv.dialects import core
     from mlconv.passes.lowering import register, unregister
+    from mlconv.passes.pipelines import lower_to_core
 
     def lower(op, b):
         (x,) = op.operands

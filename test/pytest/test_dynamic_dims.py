@@ -20,8 +20,8 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import mlconv  # noqa: E402
-from mlconv.api import load_model  # noqa: E402
 from mlconv.dialects import make_context  # noqa: E402
+from mlconv.frontends.load import load_model  # noqa: E402
 
 RTOL, ATOL = 1e-3, 1e-4
 BATCHES = (3, 1)

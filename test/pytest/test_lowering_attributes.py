@@ -27,9 +27,10 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import mlconv
-import mlconv.api
 from mlconv.errors import MlconvError
+from mlconv.frontends.load import load_model
 from mlconv.passes.onnx_normalize import MOVES
+from mlconv.passes.pipelines import lower_to_core
 
 # (op type or "*", attribute) -> why a pattern that never reads it is still right.
 ONNX_UNREAD: dict[tuple[str, str], str] = {
@@ -380,7 +381,7 @@ def test_float16_normalization_computes_in_the_stash_type(op):
     want = normalized.astype(np.float16) * scale
     # XLA:CPU fuses float16 arithmetic in float32, so the numbers alone cannot tell: the core
     # IR must do it. Every reduction runs on float32.
-    core = str(mlconv.api.lower_to_core(mlconv.api.load_model(model)))
+    core = str(lower_to_core(load_model(model)))
     reductions = [line for line in core.splitlines() if "core.ReduceMean" in line or "MVN" in line]
     assert reductions and all("xf16>" not in line.split("->")[0] for line in reductions), core
     got = mlconv.compile(model)(x)[0]

@@ -19,14 +19,14 @@ import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
-from mlconv.converter.saved_model_writer import tf_name
-from mlconv.errors import InputError, MlconvError, OptionError
 from mlconv.converter.options import (
     GENERATED,
     ConversionSettings,
     field_path_at,
     parse_converter_options,
 )
+from mlconv.converter.saved_model_writer import tf_name
+from mlconv.errors import InputError, MlconvError, OptionError
 from mlconv.tools.mlconv_convert import PROG, convert
 
 # The seed's own example (its docker command line), with the batching block that a later
@@ -512,10 +512,10 @@ def test_tflite_model_converts(keras_model, tmp_path):
 
 def test_tpu_bf16_pass_numerics_before_and_after():
     """The tpu IR right before tpu-bf16 and right after it, each run by the tpu interpreter."""
-    from mlconv.api import lower_to_tpu
     from mlconv.dialects import make_context
     from mlconv.frontends.onnx_importer import import_onnx
     from mlconv.interpreters import run_module
+    from mlconv.passes.pipelines import lower_to_tpu
     from mlconv.passes.tpu_bf16 import TpuBf16Pass
 
     before = lower_to_tpu(import_onnx(conv_model()))

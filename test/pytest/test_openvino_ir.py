@@ -15,14 +15,15 @@ from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import func
 
 import mlconv
-from mlconv.api import load_model, lower_to_core
 from mlconv.backends.openvino_backend import compile_module
 from mlconv.backends.openvino_ir import import_openvino, to_openvino_ir, write_openvino
 from mlconv.dense import to_numpy
 from mlconv.dialects import make_context
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import BackendError
+from mlconv.frontends.load import load_model
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+from mlconv.passes.pipelines import lower_to_core
 
 RNG = np.random.default_rng(0)
 
@@ -190,7 +191,7 @@ def test_round_trip_through_the_reader(tmp_path, name):
 
 
 def test_unsupported_op_and_wrong_type_are_one_line_errors(tmp_path):
-    from mlconv.api import parse_mlir_file
+    from mlconv.frontends.load import parse_mlir_file
 
     source = tmp_path / "bad.mlir"
     source.write_text(

@@ -65,8 +65,8 @@ def assert_round_trips(module: ModuleOp, after: str, seen: set[str] | None = Non
 
 def run_default_pipeline(module: ModuleOp) -> None:
     """Round trip after the import and after every pass of the default pipeline."""
-    from mlconv.api import framework_dialects
     from mlconv.dialects import make_context
+    from mlconv.passes.pipelines import framework_dialects
 
     seen: set[str] = set()
     assert_round_trips(module, "the import", seen)
@@ -119,7 +119,7 @@ def test_the_zoo_has_every_kind_of_model() -> None:
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_round_trip_after_every_pass(name: str, built) -> None:
-    from mlconv.api import load_model
+    from mlconv.frontends.load import load_model
 
     run_default_pipeline(load_model(str(built(name))))
 
@@ -168,7 +168,7 @@ def export_cache(request, tmp_path_factory):
 
 @pytest.mark.parametrize("case", EXPORTED.CASES if EXPORTED else [], ids="-".join)
 def test_exported_model_round_trips_after_every_pass(case, export_cache) -> None:
-    from mlconv.api import load_model
+    from mlconv.frontends.load import load_model
 
     folder = export_cache(case)
     run_default_pipeline(load_model(str(EXPORTED.model_file(folder, case[1]))))
@@ -183,10 +183,10 @@ def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
     from xdsl.dialects.builtin import TensorType, f32
     from xdsl.rewriter import InsertPoint, Rewriter
 
-    from mlconv.api import load_model
     from mlconv.backends.jax_backend import find_main
     from mlconv.dialects import make_context
     from mlconv.dialects.core_tensor import ConstantOp
+    from mlconv.frontends.load import load_model
     from mlconv.passes.pipelines import CoreToTpuPipeline, to_core_passes
 
     module = load_model(str(EXPORTED.ssdlite_file(export_cache)))

@@ -69,9 +69,10 @@ def cnn_model(seed: int = 21) -> onnx.ModelProto:
 def test_weight_dims_split_output_features_where_they_divide():
     """Per op: a conv kernel on its out_feature dimension (0 in OIHW), a dot operand on its
     last free dimension; None (replicated) where the device count does not divide it."""
-    from mlconv.api import load_model, lower_to_tpu
     from mlconv.converter.sharding import weight_dims
     from mlconv.dialects import tpu
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_tpu
 
     module = lower_to_tpu(load_model(cnn_model()), "x:2,3,16,16")
     (region,) = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
@@ -218,9 +219,10 @@ def test_cnn_weights_split_over_8_and_4_devices_equal_the_single_device_run(tmp_
 
 def one_device_artifact(tmp_path):
     """The CNN saved for a one-device mesh (weights as arguments, in this process's jax)."""
-    from mlconv.api import load_model, lower_to_tpu
     from mlconv.converter.artifact import save_artifact
     from mlconv.converter.sharding import AXES, MeshSpec
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_tpu
 
     module = lower_to_tpu(load_model(cnn_model()), "x:2,3,16,16")
     out = tmp_path / "artifact"
@@ -229,8 +231,8 @@ def one_device_artifact(tmp_path):
 
 
 def test_weights_as_arguments_round_trip_and_a_short_weights_file_is_one_line(tmp_path):
-    from mlconv.converter.artifact import load_artifact
     from mlconv.backends.jax_backend import compile_module
+    from mlconv.converter.artifact import load_artifact
     from mlconv.errors import BackendError
 
     module, out = one_device_artifact(tmp_path)

@@ -31,6 +31,7 @@ from mlconv.errors import PassFailure  # noqa: E402
 from mlconv.frontends.tf_importer import import_tf  # noqa: E402
 from mlconv.passes.core_fold_constants import CoreFoldConstantsPass  # noqa: E402
 from mlconv.passes.core_layout_nchw import CoreLayoutNchwPass, count_transposes  # noqa: E402
+from mlconv.passes.pipelines import lower_to_core  # noqa: E402
 from mlconv.passes.tf_to_core import TfToCorePass  # noqa: E402
 
 SIZE = 64
@@ -199,7 +200,7 @@ def test_layout_pass_keeps_numerics(saved_model):
 def test_compile_runs_the_layout_pass(saved_model):
     folder, image, reference = saved_model("conv_bn_relu_pool")
     module = import_tf(folder)
-    mlconv.api.lower_to_core(module)
+    lower_to_core(module)
     assert count_transposes(module) == 1
     assert_close(mlconv.compile(folder)(image)[0], reference)
 

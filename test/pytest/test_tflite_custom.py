@@ -151,9 +151,9 @@ def test_mlconv_run_lists_the_op_in_one_line(model, tmp_path):
 def test_a_pattern_for_the_custom_code_lowers_it(model, registered):
     """A plugin's pattern keyed by the custom code, ("tflite", "ApproximateEqual"), lowers the
     op to core ops: only Erfinv is left to the host."""
-    from mlconv.api import lower_to_core
     from mlconv.dialects import core
     from mlconv.passes.lowering import register, unregister
+    from mlconv.passes.pipelines import lower_to_core
 
     def lower(op, b):
         x, y = op.operands
@@ -186,8 +186,8 @@ def test_written_back_the_file_imports_the_same(model, tmp_path):
 def test_exported_from_core_and_run_again(model, registered, tmp_path):
     """.tflite -> core (allow-custom) -> core-to-tflite-pipeline -> .tflite: the CUSTOM ops come
     back with their codes and options, and the file runs as TensorFlow computes."""
-    from mlconv.api import lower_to_core
     from mlconv.backends.tflite_writer import export_tflite
+    from mlconv.passes.pipelines import lower_to_core
 
     module = lower_to_core(import_tflite(model), allow_custom=True)
     export_tflite(module, str(tmp_path / "exported.tflite"))

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mlconv.api import load_model, lower_to_tpu
 from mlconv.backends.jax_backend import compile_module
 from mlconv.dialects import make_context, tpu
 from mlconv.errors import OptionError
-from mlconv.passes.pipelines import target_passes
+from mlconv.frontends.load import load_model
+from mlconv.passes.pipelines import lower_to_tpu, target_passes
 from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
 
 

@@ -67,7 +67,7 @@ def test_converts_and_runs(tmp_path, alpha):
 
 def test_lowered_to_core_ops(tmp_path):
     """The plugin's lowering, not a host callback: the core IR has no core.Custom."""
-    from mlconv.api import lower_to_core
+    from mlconv.passes.pipelines import lower_to_core
 
     module = lower_to_core(import_onnx(softclip_model(2.0)))
     names = [op.name for op in module.walk()]
