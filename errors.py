@@ -57,3 +57,11 @@ class OptionError(MlconvError):
 
 class InputError(BackendError):
     """A call's inputs contradict the model's signature (count, name, dtype or a static dim)."""
+
+
+def render(error: MlconvError, path: str) -> str:
+    """`error.render(path)`, without the path twice when the message already starts with it."""
+    prefix = f"{path}: "
+    if path and error.message.startswith(prefix):
+        error = type(error)(error.message[len(prefix) :], error.location)
+    return error.render(path)

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 import jax
 import numpy as np
-from jax import lax
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -35,6 +34,7 @@ from mlconv.errors import BackendError
 from mlconv.fileio import write_output
 from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
 from mlconv.passes.tpu_sink_transposes import REDUCTIONS as SHARED_REDUCTIONS
+from mlconv.semantics.tpu_blocks import interpret_block
 from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.signature.module_io import find_main, value_names
 
@@ -51,83 +51,6 @@ def pick_device(device: str | None) -> Any:
         return jax.devices(device)[0]
     except RuntimeError:
         raise BackendError(f"no {device} device is available to JAX on this machine") from None
-
-
-def _interpret(block: Block, constants: Mapping[Operation, Any], args: Sequence[Any]) -> list[Any]:
-    """Evaluate a region body under tracing: each op binds its primitive; `constants` gives
-    each tpu.constant's (jit argument) value, nested bodies included."""
-    env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))
-    for op in block.ops:
-        if isinstance(op, tpu.ConstantOp):
-            env[op.output] = constants[op]
-        elif isinstance(op, tpu.YieldOp):
-            return [env[v] for v in op.values]
-        elif isinstance(op, tpu.PrimitiveOp):
-            inputs = [env[v] for v in op.operands]
-            out = tpu.primitive(op.PRIMITIVE).bind(*inputs, **op.params())
-            outputs = out if op.MULTIPLE_RESULTS else [out]
-            env.update(zip(op.results, outputs, strict=True))
-        elif type(op) in _CONTROL:
-            outputs = _CONTROL[type(op)](op, constants, [env[v] for v in op.operands])
-            env.update(zip(op.results, outputs, strict=True))
-        else:
-            raise BackendError.at(op, "cannot run in a tpu.region")
-    raise BackendError("tpu.region without tpu.yield")
-
-
-# --- control flow: bodies are interpreted inside the lax construct they came from -------------
-
-
-def _body(block: Block, constants: Mapping[Operation, Any]) -> Callable[..., list[Any]]:
-    return lambda *values: _interpret(block, constants, values)
-
-
-def _run_cond(op: tpu.CondOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
-    branches = [_body(region.block, constants) for region in op.branches]
-    return list(lax.switch(inputs[0], branches, *inputs[1:]))
-
-
-def _run_while(op: tpu.WhileOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
-    cond_n, body_n = op.cond_nconsts.value.data, op.body_nconsts.value.data
-    cond_consts, body_consts = inputs[:cond_n], inputs[cond_n : cond_n + body_n]
-    cond, body = _body(op.cond.block, constants), _body(op.body.block, constants)
-    return list(
-        lax.while_loop(
-            lambda carry: cond(*cond_consts, *carry)[0],
-            lambda carry: tuple(body(*body_consts, *carry)),
-            tuple(inputs[cond_n + body_n :]),
-        )
-    )
-
-
-def _run_scan(op: tpu.ScanOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
-    n_consts, n_carry = op.num_consts.value.data, op.num_carry.value.data
-    consts, carry, xs = (
-        inputs[:n_consts],
-        inputs[n_consts : n_consts + n_carry],
-        inputs[n_consts + n_carry :],
-    )
-    body = _body(op.body.block, constants)
-
-    def step(carry, slices):
-        out = body(*consts, *carry, *slices)
-        return tuple(out[:n_carry]), tuple(out[n_carry:])
-
-    final, stacked = lax.scan(
-        step,
-        tuple(carry),
-        tuple(xs),
-        length=op.length.value.data,
-        reverse=bool(op.reverse.value.data),
-    )
-    return [*final, *stacked]
-
-
-_CONTROL: dict[type, Callable[..., list[Any]]] = {
-    tpu.CondOp: _run_cond,
-    tpu.WhileOp: _run_while,
-    tpu.ScanOp: _run_scan,
-}
 
 
 LITERAL_BYTES = 16384
@@ -314,7 +237,7 @@ class CompiledRegion:
         # taken as it is): a jax.device_put per input costs more than a small model's run.
         self.sharding = jax.sharding.SingleDeviceSharding(device)
         self._jitted = jax.jit(
-            lambda constants, *args: _interpret(
+            lambda constants, *args: interpret_block(
                 block, {**literals, **dict(zip(weight_ops, constants, strict=True))}, args
             ),
             in_shardings=self.sharding,
@@ -493,5 +416,5 @@ def export_stablehlo(module: ModuleOp, out_path: str) -> None:
         jax.ShapeDtypeStruct(tuple(a.type.get_shape()), numpy_dtype(a.type.get_element_type()))
         for a in block.args
     ]
-    text = jax.jit(lambda *args: _interpret(block, constants, args)).lower(*specs).as_text()
+    text = jax.jit(lambda *args: interpret_block(block, constants, args)).lower(*specs).as_text()
     write_output(out_path, text)

@@ -26,53 +26,19 @@ import jax
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.backends.jax_backend import CompiledModule, compile_module
-from mlconv.signature.module_io import find_main, value_names
 from mlconv.backends.staged import plan_stages
 from mlconv.dense import element_type
-from mlconv.dialects.core_base import CoreOp
-from mlconv.dialects.core_tensor import ConstantOp, ShapeOfOp
+from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import BackendError, OptionError
+from mlconv.signature.inputs import InputSpec, bind_inputs
+from mlconv.signature.module_io import find_main, value_inputs, value_names
 
 DEFAULT_CACHE_SIZE = 8
 """Compiled programs a SpecializingModule keeps (least recently used dropped first)."""
-
-
-def value_inputs(main: func.FuncOp) -> list[int]:
-    """Indices of @main's arguments whose values reach a static operand (ShapeOf cuts the
-    chain: its result depends on the shape only)."""
-    reached: set[int] = set()
-    seen: set[SSAValue] = set()
-
-    def visit(value: SSAValue) -> None:
-        stack = [value]
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            if isinstance(current, BlockArgument):
-                if current.block is main.body.block:
-                    reached.add(current.index)
-                continue
-            owner = current.owner
-            if isinstance(owner, ShapeOfOp):
-                continue
-            stack.extend(owner.operands)
-
-    for op in main.body.walk():
-        if not isinstance(op, CoreOp):
-            continue
-        groups = op.operand_groups()
-        for spec, group in zip(op.OPERANDS, groups, strict=True):
-            if spec.lstrip("*?") in op.STATIC_OPERANDS:
-                for value in group:
-                    visit(value)
-    return sorted(reached)
 
 
 def _dynamic(main: func.FuncOp) -> bool:

@@ -366,12 +366,12 @@ def interpret(
     args: Sequence[Any],
 ) -> list[Any]:
     """A region body evaluated under tracing with the generalized parameters at `dims` (as
-    backends/jax_backend's interpreter, which runs control flow whose bodies do not follow the
+    semantics/tpu_blocks' interpreter, which runs control flow whose bodies do not follow the
     dynamic dimensions)."""
     import jax.numpy as jnp
 
-    from mlconv.backends.jax_backend import _CONTROL, _interpret
     from mlconv.dialects import tpu
+    from mlconv.semantics.tpu_blocks import CONTROL_FLOW, interpret_block
 
     env = dict(zip(block.args, args, strict=True))
     for op in block.ops:
@@ -390,17 +390,17 @@ def interpret(
             inputs = [env[v] for v in op.operands]
             out = tpu.primitive(op.PRIMITIVE).bind(*inputs, **generalized.params(op, dims))
             env.update(zip(op.results, out if op.MULTIPLE_RESULTS else [out], strict=True))
-        elif type(op) in _CONTROL:
+        elif type(op) in CONTROL_FLOW:
             if generalized.touches(op):
                 raise SymbolicShapeError.at(
                     op,
                     "is control flow over values of symbolic shape, which mlconv does not "
                     "export with symbolic dimensions yet; give static input shapes",
                 )
-            outputs = _CONTROL[type(op)](op, constants, [env[v] for v in op.operands])
+            outputs = CONTROL_FLOW[type(op)](op, constants, [env[v] for v in op.operands])
             env.update(zip(op.results, outputs, strict=True))
         else:
-            return _interpret(block, constants, args)  # names the op it cannot run
+            return interpret_block(block, constants, args)  # names the op it cannot run
     raise BackendError("tpu.region without tpu.yield")
 
 

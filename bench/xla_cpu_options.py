@@ -84,12 +84,12 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
     from mlconv.backends.jax_backend import (
         LITERAL_BYTES,
         XLA_CPU_OPTIONS,
-        _interpret,
         region_compiler_options,
         small_program_options,
     )
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
+    from mlconv.semantics.tpu_blocks import interpret_block
 
     inputs = input_arrays(onnx.load(path))
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -120,7 +120,9 @@ def bench_model(name: str, path: str, args: argparse.Namespace) -> None:
     constants = region.constants
 
     def program(weights, *xs):
-        return _interpret(block, {**literals, **dict(zip(weight_ops, weights, strict=True))}, xs)
+        return interpret_block(
+            block, {**literals, **dict(zip(weight_ops, weights, strict=True))}, xs
+        )
 
     placed = [jax.device_put(a, device) for a in host_args]
     executables = {}

@@ -59,10 +59,10 @@ from mlconv.backends.artifact_manifest import (
     record_files,
 )
 from mlconv.backends.export_check import deserialize_checked
-from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.converter.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output
+from mlconv.signature.inputs import InputSpec, bind_inputs
 
 PLATFORMS = ("cpu", "cuda", "tpu")
 """Every exported function is lowered for all three, so one artifact serves any of them."""
@@ -99,10 +99,10 @@ def save_artifact(
     lowered at probe sizes of its dynamic dims, with symbolic dims: the manifest's
     `symbolic_dims` names them, its inputs have -1 there. `texts` are text files (reports) by
     name, written in OUTDIR with the rest, their SHA-256s recorded too."""
-    from mlconv.converter.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
-    from mlconv.signature.module_io import find_main, value_names
+    from mlconv.converter.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.dialects import tpu
+    from mlconv.signature.module_io import find_main, value_names
 
     main = find_main(module)
     block = main.body.block
@@ -289,15 +289,15 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
     import jax
     from jax import export
 
-    from mlconv.backends.jax_backend import _interpret
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
+    from mlconv.semantics.tpu_blocks import interpret_block
 
     block = region.body.block
     constants = {
         op: to_numpy(op.value) for op in region.body.walk() if isinstance(op, tpu.ConstantOp)
     }
-    body = lambda *args: tuple(_interpret(block, constants, args))  # noqa: E731
+    body = lambda *args: tuple(interpret_block(block, constants, args))  # noqa: E731
     return export.export(jax.jit(body), platforms=PLATFORMS)(*region_specs(region))
 
 

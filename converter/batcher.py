@@ -382,9 +382,9 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
     from jax import export
 
     from mlconv.converter.artifact import PLATFORMS
-    from mlconv.backends.jax_backend import _interpret
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
+    from mlconv.semantics.tpu_blocks import interpret_block
 
     body = batch.body.block
     if symbolic is not None and any(arg in symbolic.types for arg in body.args):
@@ -404,7 +404,7 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
             if isinstance(op, tpu.RegionOp):
                 inputs = [env[v] for v in op.inputs]
                 env.update(
-                    zip(op.results, _interpret(op.body.block, constants, inputs), strict=True)
+                    zip(op.results, interpret_block(op.body.block, constants, inputs), strict=True)
                 )
             elif isinstance(op, tpu.YieldOp):
                 return tuple(env[v] for v in op.values)

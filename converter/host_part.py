@@ -37,8 +37,8 @@ import numpy as np
 
 from mlconv.backends.artifact_manifest import ArtifactFiles
 from mlconv.backends.export_check import deserialize_checked
-from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.errors import BackendError
+from mlconv.signature.inputs import InputSpec, bind_inputs
 
 SERVING = "serving_default"
 
@@ -51,10 +51,10 @@ def export_main(module: Any) -> Any:
     from xdsl.dialects import func
 
     from mlconv.converter.artifact import PLATFORMS
-    from mlconv.backends.jax_backend import _interpret
-    from mlconv.signature.module_io import find_main
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
+    from mlconv.semantics.tpu_blocks import interpret_block
+    from mlconv.signature.module_io import find_main
 
     main = find_main(module)
     block = main.body.block
@@ -78,7 +78,7 @@ def export_main(module: Any) -> Any:
         env = dict(zip(block.args, args, strict=True))
         for op in block.ops:
             if isinstance(op, tpu.RegionOp):
-                outputs = _interpret(op.body.block, constants, [env[v] for v in op.inputs])
+                outputs = interpret_block(op.body.block, constants, [env[v] for v in op.inputs])
                 env.update(zip(op.results, outputs, strict=True))
             elif isinstance(op, func.ReturnOp):
                 return tuple(env[v] for v in op.operands)

@@ -216,9 +216,9 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     from jax import export
 
     from mlconv.converter.artifact import region_specs
-    from mlconv.backends.jax_backend import _interpret
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
+    from mlconv.semantics.tpu_blocks import interpret_block
 
     block = region.body.block
     dims = weight_dims(region, spec.size)
@@ -234,7 +234,7 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
 
     def body(*args: Any) -> tuple[Any, ...]:
         values = {**constants, **dict(zip(weights, args[count:], strict=True))}
-        return tuple(_interpret(block, values, args[:count]))
+        return tuple(interpret_block(block, values, args[:count]))
 
     from jax.sharding import NamedSharding
 

@@ -1,6 +1,6 @@
 """Per-layer errors as Model Explorer node data: each node coloured by its error.
 
-The rows are `mlconv.interpreters.compare_source`'s (`name`, `location`, `max_abs`, `max_rel`,
+The rows are `mlconv.verify.compare_source`'s (`name`, `location`, `max_abs`, `max_rel`,
 `diverged`; dicts with those keys work too). A layer row colours every node whose location is
 the row's source node (all the ops that node lowered to); an output row (`kind == "output"`)
 the node producing the tensor of that name. The colour follows the relative error

@@ -29,7 +29,6 @@ from xdsl.passes import ModulePass
 from mlconv.errors import MlconvError, OptionError, PassFailure
 from mlconv.frontends.load import format_input_shapes
 from mlconv.interpreters.common import Recorder, level_of, run_module
-from mlconv.interpreters.compare_source import aligned, errors
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.pipelines import (
     CoreToTpuPipeline,
@@ -153,6 +152,34 @@ def _run(module: ModuleOp, inputs: Sequence[np.ndarray]):
     recorder = Recorder()
     outputs = run_module(module, inputs, recorder)
     return outputs, recorder
+
+
+def errors(ours: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
+    """(max |ours - reference|, that divided by max |reference|); inf where values are not
+    finite on one side only."""
+    a = np.asarray(ours, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.size == 0:
+        return 0.0, 0.0
+    same_nonfinite = (~np.isfinite(a) & ~np.isfinite(b)) & ((a == b) | (np.isnan(a) & np.isnan(b)))
+    diff = np.where(same_nonfinite, 0.0, np.abs(a - b))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    max_abs = float(diff.max())
+    scale = float(np.max(np.abs(np.where(np.isfinite(b), b, 0.0))))
+    return max_abs, (max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else np.inf))
+
+
+def aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
+    """`ours` in the reference's layout: as is, or NCHW->NHWC (any rank >= 3), else None."""
+    if ours.shape == reference.shape:
+        return ours
+    if ours.ndim >= 3 and ours.ndim == reference.ndim:
+        moved = np.moveaxis(ours, 1, -1)
+        if moved.shape == reference.shape:
+            return moved
+    if ours.size == reference.size and ours.size == 1:
+        return ours.reshape(reference.shape)
+    return None
 
 
 def _limit(reference: np.ndarray, rtol: float, atol: float) -> float:

@@ -24,7 +24,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 
-from mlconv.errors import MlconvError, PassFailure, describe_location
+from mlconv.errors import MlconvError, PassFailure, describe_location, render
 
 
 def _failure(op: Operation, error: BaseException) -> MlconvError:
@@ -87,8 +87,6 @@ def bind_dynamic_dims(main: func.FuncOp) -> str:
 
 
 def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
-    from mlconv.backends.jax_backend import find_main
-    from mlconv.backends.specialize import value_inputs
     from mlconv.dialects.core_base import CoreOp
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
@@ -97,6 +95,7 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
     from mlconv.passes.core_to_tpu import check_static_inputs
     from mlconv.passes.jaxpr_to_tpu import aval_type
     from mlconv.semantics.tracing import StaticOperandMissing, static_types, trace
+    from mlconv.signature.module_io import find_main, value_inputs
 
     main = find_main(module)
     if value_inputs(main):
@@ -173,8 +172,6 @@ def dry_run(module: ModuleOp) -> list[MlconvError]:
 
 def describe(failures: list[MlconvError], path: str) -> list[str]:
     """One `path: loc("node"): error: ...` line per failure and a count at the end."""
-    from mlconv.tools.cli import render
-
     lines = [render(error, path) for error in failures]
     if failures:
         lines.append(f"{path}: error: {len(failures)} op(s) would fail to lower")

@@ -41,15 +41,15 @@ def region_cost(region: tpu.RegionOp) -> dict[str, int]:
     """XLA's cost analysis of `region` compiled alone (HLO level, before backend passes)."""
     import jax
 
-    from mlconv.backends.jax_backend import _interpret
     from mlconv.dense import numpy_dtype, to_numpy
+    from mlconv.semantics.tpu_blocks import interpret_block
 
     block = region.body.block
     constants = [op for op in region.body.walk() if isinstance(op, tpu.ConstantOp)]
     values = [to_numpy(op.value) for op in constants]
 
     def program(args, weights):
-        return _interpret(block, dict(zip(constants, weights, strict=True)), args)
+        return interpret_block(block, dict(zip(constants, weights, strict=True)), args)
 
     specs = [
         jax.ShapeDtypeStruct(tuple(a.type.get_shape()), numpy_dtype(a.type.get_element_type()))

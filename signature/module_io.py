@@ -7,7 +7,10 @@ from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
+from xdsl.ir import BlockArgument, SSAValue
 
+from mlconv.dialects.core_base import CoreOp
+from mlconv.dialects.core_tensor import ShapeOfOp
 from mlconv.errors import BackendError
 
 
@@ -31,3 +34,36 @@ def value_names(attrs: Any, count: int, prefix: str) -> list[str]:
         name = entry.data.get("mlconv.name") if isinstance(entry, DictionaryAttr) else None
         names.append(name.data if isinstance(name, StringAttr) else f"{prefix}{index}")
     return names
+
+
+def value_inputs(main: func.FuncOp) -> list[int]:
+    """Indices of @main's arguments whose values reach a static operand (ShapeOf cuts the
+    chain: its result depends on the shape only)."""
+    reached: set[int] = set()
+    seen: set[SSAValue] = set()
+
+    def visit(value: SSAValue) -> None:
+        stack = [value]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if isinstance(current, BlockArgument):
+                if current.block is main.body.block:
+                    reached.add(current.index)
+                continue
+            owner = current.owner
+            if isinstance(owner, ShapeOfOp):
+                continue
+            stack.extend(owner.operands)
+
+    for op in main.body.walk():
+        if not isinstance(op, CoreOp):
+            continue
+        groups = op.operand_groups()
+        for spec, group in zip(op.OPERANDS, groups, strict=True):
+            if spec.lstrip("*?") in op.STATIC_OPERANDS:
+                for value in group:
+                    visit(value)
+    return sorted(reached)

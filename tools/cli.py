@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import IO, NoReturn
 
-from mlconv.errors import MlconvError, OptionError
+from mlconv.errors import MlconvError, OptionError, render
 from mlconv.fileio import output_stream
 
 MAX_CONTEXT_LINE = 160
@@ -48,14 +48,6 @@ def format_parse_error(error: Exception, path: str) -> str:
     column = span.start - start
     width = max(1, min(span.end, start + len(line)) - span.start)
     return f"{head}\n{line}\n{' ' * column}{'^' * width}"
-
-
-def render(error: MlconvError, path: str) -> str:
-    """`error.render(path)`, without the path twice when the message already starts with it."""
-    prefix = f"{path}: "
-    if path and error.message.startswith(prefix):
-        error = type(error)(error.message[len(prefix) :], error.location)
-    return error.render(path)
 
 
 def format_error(error: BaseException, path: str) -> str:

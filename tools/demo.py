@@ -115,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     from mlconv.backends.jax_backend import compile_module
     from mlconv.frontends.load import load_model
     from mlconv.interpreters.check_numerics import check_numerics
-    from mlconv.interpreters.compare_source import compare_with_source
     from mlconv.passes.pipeline_spec import parse_pass_pipeline
     from mlconv.passes.pipelines import target_device
     from mlconv.signature.main_inputs import make_inputs
+    from mlconv.verify.compare_source import compare_with_source
 
     path = args.model
     if path is None:

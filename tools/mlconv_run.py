@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.errors import MlconvError, OptionError
+from mlconv.errors import MlconvError, OptionError, render
 from mlconv.fileio import staged_output
 from mlconv.signature.main_inputs import order_inputs
-from mlconv.tools.cli import ToolArgumentParser, ToolFailure, render, run_tool
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, run_tool
 
 PROG = "mlconv-run"
 
@@ -248,7 +248,7 @@ def format_outputs(results: list[np.ndarray], names: list[str] | None) -> str:
 
 
 def _compare(args: Any, arrays: dict[str, np.ndarray] | None) -> int:
-    from mlconv.interpreters.compare_source import DEFAULT_ATOL, DEFAULT_RTOL, compare_with_source
+    from mlconv.verify.compare_source import DEFAULT_ATOL, DEFAULT_RTOL, compare_with_source
 
     try:
         report = compare_with_source(

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlconv.errors import MlconvError, OptionError
+from mlconv.errors import MlconvError, OptionError, render
 from mlconv.fileio import install, resolve_output
-from mlconv.tools.cli import ToolArgumentParser, ToolFailure, atomic_output, render, run_tool
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, atomic_output, run_tool
 
 PROG = "mlconv-translate"
 

@@ -72,7 +72,7 @@ def _load_inputs(path: str | None):
 def overlay_for(args, graphs):
     """Node data of the per-layer comparison with the source framework."""
     from mlconv.explorer.overlay import error_node_data
-    from mlconv.interpreters.compare_source import compare_with_source
+    from mlconv.verify.compare_source import compare_with_source
 
     report = compare_with_source(args.model, _load_inputs(args.inputs), per_layer=True)
     return error_node_data(graphs, report.rows, against=report.runtime), report

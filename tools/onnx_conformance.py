@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from mlconv.verify.onnx_cases import as_array, collect_cases
+
 
 @dataclass
 class CaseResult:
@@ -43,18 +45,6 @@ class CaseResult:
     status: str  # "pass", "fail" (wrong numbers), "error" (refused/crashed)
     message: str
     seconds: float
-
-
-def collect_cases(pattern: str | None = None) -> list[Any]:
-    from onnx.backend.test.case.node import collect_testcases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = collect_testcases()
-    if pattern:
-        regex = re.compile(pattern)
-        cases = [c for c in cases if regex.search(c.name)]
-    return cases
 
 
 def case_op_type(case: Any) -> str:
@@ -88,13 +78,6 @@ def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float) 
             return f"{bad}/{np.size(ok)} values differ ({detail})"
         return f"{bad}/{np.size(ok)} values differ"
     return None
-
-
-def as_array(value: Any) -> Any:
-    """Some cases (Cast's, whose types numpy cannot hold) store their data as TensorProtos."""
-    from onnx import TensorProto, numpy_helper
-
-    return numpy_helper.to_array(value) if isinstance(value, TensorProto) else value
 
 
 def run_case(case: Any) -> CaseResult:

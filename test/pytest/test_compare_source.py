@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from test_check_numerics import broken_max, max_model  # noqa: F401 - fixture and model
 
 from mlconv.tools import mlconv_run
-from mlconv.interpreters.compare_source import compare_with_source
+from mlconv.verify.compare_source import compare_with_source
 
 
 def cnn_onnx(path) -> str:

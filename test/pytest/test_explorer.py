@@ -252,7 +252,7 @@ def keras_models(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_savedmodel_and_tflite(keras_models) -> None:
-    from mlconv.interpreters.compare_source import compare_with_source
+    from mlconv.verify.compare_source import compare_with_source
 
     saved, tflite = keras_models
     for path in (saved, saved / "saved_model.pb", tflite):
@@ -283,7 +283,7 @@ def test_unreadable_model_is_one_line(tmp_path: Path) -> None:
 
 
 def test_overlay_from_source_comparison(model: Path) -> None:
-    from mlconv.interpreters.compare_source import compare_with_source
+    from mlconv.verify.compare_source import compare_with_source
 
     graphs = model_graphs(model, "core")
     report = compare_with_source(model, per_layer=True)
@@ -327,7 +327,7 @@ def broken_relu(monkeypatch):
 
 def test_overlay_marks_a_broken_lowering(model: Path, broken_relu) -> None:
     """A Relu lowered wrongly: block1/relu's node turns red, the layer before stays green."""
-    from mlconv.interpreters.compare_source import compare_with_source
+    from mlconv.verify.compare_source import compare_with_source
 
     report = compare_with_source(model, per_layer=True)
     assert report.first_divergence.location == "block1/relu"

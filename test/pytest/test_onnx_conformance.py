@@ -25,11 +25,11 @@ from mlconv.tools.onnx_conformance import (
     CAUSES,
     CaseResult,
     classify,
-    collect_cases,
     compare,
     run_case,
     write_expected,
 )
+from mlconv.verify.onnx_cases import collect_cases
 
 EXPECTED_PATH = Path(__file__).with_name("onnx_conformance_expected.json")
 EXPECTED_FAILURES: dict[str, str] = {

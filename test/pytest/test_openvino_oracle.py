@@ -2,7 +2,7 @@
 item 4).
 
 `openvino_oracle_expected.json` names, for each core op kind the ONNX backend node cases lower
-to, the smallest case that produces it (sampled by `python -m mlconv.backends.openvino_oracle
+to, the smallest case that produces it (sampled by `python -m mlconv.verify.openvino_oracle
 --write test/pytest/openvino_oracle_expected.json`, which also runs them). Each case's core IR
 is written as OpenVINO IR, run by OpenVINO on the case's inputs and compared with the JAX path
 (within 1e-4 of the largest output). Kinds OpenVINO lacks or computes differently are listed
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from mlconv.backends.openvino_layers import UNSUPPORTED
-from mlconv.backends.openvino_oracle import check_case
 from mlconv.dialects.core import OPS_BY_NAME
+from mlconv.verify.openvino_oracle import check_case
 
 TABLE = json.loads((Path(__file__).parent / "openvino_oracle_expected.json").read_text())
 CASES: dict[str, str] = TABLE["cases"]
@@ -30,7 +30,7 @@ CASES: dict[str, str] = TABLE["cases"]
 
 @pytest.fixture(scope="module")
 def node_cases():
-    from mlconv.tools.onnx_conformance import collect_cases
+    from mlconv.verify.onnx_cases import collect_cases
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mlconv.errors import MlconvError, OptionError
+from mlconv.interpreters.check_numerics import aligned, errors
 from mlconv.signature.main_inputs import make_inputs
 
 DEFAULT_RTOL = 1e-3
@@ -147,21 +148,6 @@ class SourceComparison:
         return "\n".join(lines) + "\n"
 
 
-def errors(ours: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
-    """(max |ours - reference|, that divided by max |reference|); inf where values are not
-    finite on one side only."""
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    if a.size == 0:
-        return 0.0, 0.0
-    same_nonfinite = (~np.isfinite(a) & ~np.isfinite(b)) & ((a == b) | (np.isnan(a) & np.isnan(b)))
-    diff = np.where(same_nonfinite, 0.0, np.abs(a - b))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    max_abs = float(diff.max())
-    scale = float(np.max(np.abs(np.where(np.isfinite(b), b, 0.0))))
-    return max_abs, (max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else np.inf))
-
-
 def _row(name, location, op_type, ours, reference, kind, rtol, atol) -> Row:
     max_abs, max_rel = errors(ours, reference)
     scale = float(np.max(np.abs(reference))) if np.size(reference) else 0.0
@@ -169,19 +155,6 @@ def _row(name, location, op_type, ours, reference, kind, rtol, atol) -> Row:
     return Row(
         name, location, tuple(np.shape(reference)), max_abs, max_rel, diverged, kind, op_type
     )
-
-
-def aligned(ours: np.ndarray, reference: np.ndarray) -> np.ndarray | None:
-    """`ours` in the reference's layout: as is, or NCHW->NHWC (any rank >= 3), else None."""
-    if ours.shape == reference.shape:
-        return ours
-    if ours.ndim >= 3 and ours.ndim == reference.ndim:
-        moved = np.moveaxis(ours, 1, -1)
-        if moved.shape == reference.shape:
-            return moved
-    if ours.size == reference.size and ours.size == 1:
-        return ours.reshape(reference.shape)
-    return None
 
 
 # --------------------------------------------------------------------------- source runtimes

@@ -186,7 +186,7 @@ def check_case(case) -> tuple[str, str]:
     import warnings
 
     from mlconv.errors import MlconvError
-    from mlconv.tools.onnx_conformance import as_array
+    from mlconv.verify.onnx_cases import as_array
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -225,7 +225,7 @@ def sample_cases(failing: set[str]) -> dict[str, str]:
     that produces it (cases in `failing`, the conformance table's, are skipped)."""
     import warnings
 
-    from mlconv.tools.onnx_conformance import collect_cases
+    from mlconv.verify.onnx_cases import collect_cases
 
     best: dict[str, tuple[int, str]] = {}
     for case in collect_cases():
@@ -247,7 +247,7 @@ def sample_cases(failing: set[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m mlconv.backends.openvino_oracle --write TABLE.json: sample one ONNX node case
+    """python -m mlconv.verify.openvino_oracle --write TABLE.json: sample one ONNX node case
     per core op kind, run each in OpenVINO and JAX, write the table (reasons for new entries
     are the observed messages: edit them into explanations)."""
     import argparse
@@ -255,9 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     from mlconv.backends.openvino_layers import UNSUPPORTED
-    from mlconv.tools.onnx_conformance import collect_cases
+    from mlconv.verify.onnx_cases import collect_cases
 
-    parser = argparse.ArgumentParser(prog="python -m mlconv.backends.openvino_oracle")
+    parser = argparse.ArgumentParser(prog="python -m mlconv.verify.openvino_oracle")
     parser.add_argument("--write", required=True, help="the table to (re)write")
     parser.add_argument("--conformance", default="test/pytest/onnx_conformance_expected.json")
     args = parser.parse_args(argv)
