@@ -27,13 +27,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import SSAValue
 
-from mlconv.signature.module_io import find_main, value_names
 from mlconv.dialects import tflite
 from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.dialects.tflite_versions import min_runtime, runtime_key
 from mlconv.errors import BackendError
 from mlconv.fileio import write_output
 from mlconv.frontends.tflite_importer import tflite_schema
-from mlconv.passes.tflite_op_versions import min_runtime, runtime_key, tflite_type
+from mlconv.passes.tflite_op_versions import tflite_type
+from mlconv.signature.module_io import find_main, value_names
 
 RUNTIME_METADATA = "min_runtime_version"
 

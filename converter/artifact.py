@@ -117,7 +117,7 @@ def save_artifact(
     regions: dict[Any, str] = {}
     for op in ops:
         if isinstance(op, tpu.RegionOp):
-            name = _function_name(function_names, len(functions))
+            name = function_name(function_names, len(functions))
             regions[op] = name
             inputs = [_reference(values, aliases.get(v, v), op) for v in op.inputs]
             for index, result in enumerate(op.results):
@@ -242,7 +242,7 @@ def save_artifact(
                 one_device,
                 manifest,
                 source=source if placement else None,
-                placement={_function_name([k], 0): v for k, v in (placement or {}).items()},
+                placement={function_name([k], 0): v for k, v in (placement or {}).items()},
                 batched=dict(batched),
             )
         for name, text in (texts or {}).items():  # reports: plain names in OUTDIR
@@ -259,7 +259,7 @@ def save_artifact(
     return manifest
 
 
-def _function_name(names: Sequence[str], index: int) -> str:
+def function_name(names: Sequence[str], index: int) -> str:
     name = names[index] if index < len(names) and names[index] else f"tpu_function_{index}"
     name = "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in name)
     return "_" + name[:199] if name.startswith(".") else name[:200]  # a plain file name

@@ -21,7 +21,7 @@ def signature_specs(model: Path, signature: str) -> tuple[list[dict], list[str]]
     its SignatureDef, both sorted by name as TensorFlow flattens them."""
     import tensorflow as tf
 
-    from mlconv.converter.placement import read_saved_model
+    from mlconv.frontends.tf_importer import read_saved_model
 
     definition = read_saved_model(model).meta_graphs[0].signature_def[signature]
     inputs = []

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mlconv.converter.host_part_split import _CALLS, _DT_RESOURCE, HostPartError, call_paths
+from mlconv.converter.host_part_split import CALLS, DT_RESOURCE, HostPartError, call_paths
 
 
 def host_only_ops(
@@ -26,7 +26,7 @@ def host_only_ops(
 ) -> list[str]:
     """The op types of the signature's host part that only TensorFlow runs (strings, sparse,
     ...: tf_placement's list), outside the placed functions, as `tf.<Op>`."""
-    from mlconv.converter.placement import FREE_OPS, _host_only, signature_library
+    from mlconv.converter.placement import FREE_OPS, host_only, signature_library
 
     _, library, start = signature_library(saved_model, signature)
     stop = set(placed.values())
@@ -40,13 +40,13 @@ def host_only_ops(
         todo.extend(
             n.attr["f"].func.name
             for n in library[name].node_def
-            if n.op in _CALLS and n.attr["f"].func.name in library
+            if n.op in CALLS and n.attr["f"].func.name in library
         )
     found = {
         n.op
         for name in seen
         for n in library[name].node_def
-        if n.op not in FREE_OPS and _host_only(n)  # not what merely passes strings on
+        if n.op not in FREE_OPS and host_only(n)  # not what merely passes strings on
     }
     return [f"tf.{op}" for op in sorted(found)]
 
@@ -68,10 +68,10 @@ def host_graph(
     in an order where each one's inputs depend on earlier calls only."""
     from tensorflow.core.framework import graph_pb2
 
-    from mlconv.frontends.tf_importer import _io_names, _pick, _quiet_tensorflow
     from mlconv.converter.placement import signature_library
+    from mlconv.frontends.tf_importer import io_names, pick, quiet_tensorflow
 
-    tf = _quiet_tensorflow()
+    tf = quiet_tensorflow()
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )
@@ -83,8 +83,8 @@ def host_graph(
     if start in by_concrete:
         raise HostPartError(f"signature '{signature}' is placed whole: it has no host part")
     paths = call_paths(library, start, by_concrete)
-    fn, _, _loaded = _pick(Path(saved_model), tf, signature, None, None)
-    in_names, out_names = _io_names(fn, True)
+    fn, _, _loaded = pick(Path(saved_model), tf, signature, None, None)
+    in_names, out_names = io_names(fn, True)
     frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False)
     graph = frozen.graph.as_graph_def()
     nodes = {node.name: node for node in graph.node}
@@ -108,7 +108,7 @@ def host_graph(
                 "TensorFlow's function inliner"
             )
         feeds = [
-            _tensor(n) for (_, n), a in zip(inputs, args, strict=True) if a.type != _DT_RESOURCE
+            _tensor(n) for (_, n), a in zip(inputs, args, strict=True) if a.type != DT_RESOURCE
         ]
         fetched = [_tensor(n) for _, n in outputs]
         if (len(feeds), len(fetched)) != tuple(arity[name]):

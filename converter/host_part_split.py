@@ -35,8 +35,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from mlconv.errors import MlconvError, describe_location
 
-_CALLS = ("PartitionedCall", "StatefulPartitionedCall")
-_DT_RESOURCE = 20
+CALLS = ("PartitionedCall", "StatefulPartitionedCall")
+DT_RESOURCE = 20
 
 
 class HostPartError(MlconvError):
@@ -65,7 +65,7 @@ class SignaturePlan:
 
 
 def signatures(saved_model: str | os.PathLike) -> list[str]:
-    from mlconv.converter.placement import read_saved_model
+    from mlconv.frontends.tf_importer import read_saved_model
 
     meta = read_saved_model(saved_model).meta_graphs[0]
     return sorted(k for k in meta.signature_def if not k.startswith("__"))
@@ -80,7 +80,7 @@ def call_paths(library: Mapping[str, Any], start: str, placed: Mapping[str, str]
         if depth > 32:
             raise HostPartError(f"calls nest deeper than 32 levels below {start}")
         for node in library[name].node_def:
-            if node.op not in _CALLS:
+            if node.op not in CALLS:
                 continue
             callee = node.attr["f"].func.name
             path = f"{prefix}{node.name}"
@@ -108,8 +108,8 @@ def split_signature(
 ) -> SignaturePlan:
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
-    from mlconv.frontends.tf_importer import import_tf
     from mlconv.converter.placement import reachable, signature_library
+    from mlconv.frontends.tf_importer import import_tf
 
     _, library, start = signature_library(saved_model, signature)
     if start is None or start not in library:
@@ -146,7 +146,7 @@ def split_signature(
         values = [
             op.results[0]
             for (_, op), arg in zip(inputs, args, strict=True)
-            if arg.type != _DT_RESOURCE
+            if arg.type != DT_RESOURCE
         ]
         results = [op.results[0] for _, op in outputs]
         if (len(values), len(results)) != tuple(arity[name]):

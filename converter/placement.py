@@ -21,10 +21,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from mlconv.errors import FrontendError, OptionError, PassFailure
+from mlconv.errors import OptionError, PassFailure
+from mlconv.frontends.tf_importer import read_saved_model
 
 HOST_ONLY_PREFIXES = (
     "String",
@@ -58,21 +58,6 @@ class Placed:
     label: str
     kind: str
     entry: int
-
-
-def read_saved_model(path: str | os.PathLike):
-    from mlconv.frontends.tf_importer import _quiet_tensorflow
-
-    _quiet_tensorflow()
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    pb = Path(path) / "saved_model.pb"
-    proto = saved_model_pb2.SavedModel()
-    try:
-        proto.ParseFromString(pb.read_bytes())
-    except OSError as error:
-        raise FrontendError(f"'{pb}': cannot read: {error.strerror}") from None
-    return proto
 
 
 def _names(items: Iterable[str]) -> str:
@@ -170,7 +155,7 @@ def reachable(library: dict[str, Any], start: Iterable[str]) -> set[str]:
     return seen
 
 
-def _host_only(node: Any) -> bool:
+def host_only(node: Any) -> bool:
     if node.op in HOST_ONLY_OPS or node.op.startswith(HOST_ONLY_PREFIXES):
         return True
     for key in _TYPE_ATTRS:
@@ -208,7 +193,7 @@ def check_placement(library: dict[str, Any], placed: Sequence[Placed]) -> None:
     for item in placed:
         for name in sorted(reachable(library, [item.concrete_name])):
             for node in library[name].node_def:
-                if _host_only(node):
+                if host_only(node):
                     problems.append((f"{item.label}/{node.name}", node.op))
     if problems:
         located = [f"'tf.{op}' op isn't compilable for TPU device." for _, op in problems]

@@ -193,7 +193,7 @@ def write_from_saved_model(
     one that a batch op batches alone (`batched`: batch name -> its body for any number of
     rows) by a BatchFunction around it."""
     source = Path(source)
-    from mlconv.converter.placement import read_saved_model
+    from mlconv.frontends.tf_importer import read_saved_model
 
     proto = read_saved_model(source)
     functions = proto.meta_graphs[0].graph_def.library

@@ -10,7 +10,7 @@ from jax import lax
 
 from mlconv.dialects.core_base import INTS, STR, CoreOp, core_op
 
-_PADDING = {
+PADDING = {
     "strides": INTS,
     "pads_begin": INTS,
     "pads_end": INTS,
@@ -74,7 +74,7 @@ def _convolve(data, filters, groups, strides, pads_begin, pads_end, dilations, a
     )
 
 
-@core_op(operands=("data", "filters"), attributes={**_PADDING, "dilations": INTS})
+@core_op(operands=("data", "filters"), attributes={**PADDING, "dilations": INTS})
 class ConvolutionOp(CoreOp):
     """N-D convolution, NC[D]HW data and OI[D]HW filters (OpenVINO opset1 Convolution).
 
@@ -95,7 +95,7 @@ class ConvolutionOp(CoreOp):
         return _convolve(data, filters, 1, strides, pads_begin, pads_end, dilations, auto_pad)
 
 
-@core_op(operands=("data", "filters"), attributes={**_PADDING, "dilations": INTS})
+@core_op(operands=("data", "filters"), attributes={**PADDING, "dilations": INTS})
 class GroupConvolutionOp(CoreOp):
     """Grouped convolution; filters are G x O/G x I/G x [D]HW (OpenVINO opset1).
 
@@ -188,7 +188,7 @@ def _backprop_padding(
 
 
 _BACKPROP = {
-    **_PADDING,
+    **PADDING,
     "dilations": INTS,
     "output_padding": (INTS, ()),
 }

@@ -7,10 +7,10 @@ import numpy as np
 from jax import lax
 
 from mlconv.dialects.core_base import BOOL, INTS, STR, CoreOp, core_op
-from mlconv.dialects.core_conv import _PADDING, resolve_padding
+from mlconv.dialects.core_conv import PADDING, resolve_padding
 
 _POOL = {
-    **_PADDING,
+    **PADDING,
     "kernel": INTS,
     "rounding_type": (STR, "floor"),
 }

@@ -73,7 +73,7 @@ _DEFAULT_SIGNATURE = "serving_default"
 _TEMP_ALIAS = "__mlconv_requested_function__"
 
 
-def _quiet_tensorflow():
+def quiet_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
@@ -90,6 +90,20 @@ def _names(items: Sequence[str]) -> str:
 
 
 # --------------------------------------------------------------------------- picking a function
+
+
+def read_saved_model(path: str | os.PathLike):
+    """The SavedModel protobuf of the folder `path` (its MetaGraphs and signatures)."""
+    quiet_tensorflow()
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    pb = Path(path) / "saved_model.pb"
+    proto = saved_model_pb2.SavedModel()
+    try:
+        proto.ParseFromString(pb.read_bytes())
+    except OSError as error:
+        raise FrontendError(f"'{pb}': cannot read: {error.strerror}") from None
+    return proto
 
 
 def _read_saved_model(path: Path):
@@ -139,7 +153,7 @@ def _single_concrete(value, what: str, names: Sequence[str]):
     return functions[0]
 
 
-def _pick(path: Path, tf, signature: str | None, alias: str | None, function: str | None):
+def pick(path: Path, tf, signature: str | None, alias: str | None, function: str | None):
     """(concrete function, whether it is a signature, the loaded object that keeps it alive)."""
     if sum(x is not None for x in (signature, alias, function)) > 1:
         raise FrontendError("give at most one of signature, alias and function")
@@ -177,7 +191,7 @@ def _pick(path: Path, tf, signature: str | None, alias: str | None, function: st
     return loaded.signatures[signature], True, loaded
 
 
-def _io_names(fn, is_signature: bool) -> tuple[list[str], list[str]]:
+def io_names(fn, is_signature: bool) -> tuple[list[str], list[str]]:
     """Names of the function's flat inputs and outputs (dict keys, else spec/placeholder names)."""
     from tensorflow.python.util import nest
 
@@ -461,13 +475,13 @@ def import_tf(
     path = Path(path)
     if not path.is_dir() or not (path / "saved_model.pb").is_file():
         raise FrontendError(f"'{path}' is not a TensorFlow SavedModel folder (no saved_model.pb)")
-    tf = _quiet_tensorflow()
+    tf = quiet_tensorflow()
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )
 
-    fn, is_signature, _loaded = _pick(path, tf, signature, alias, function)
-    in_names, out_names = _io_names(fn, is_signature)
+    fn, is_signature, _loaded = pick(path, tf, signature, alias, function)
+    in_names, out_names = io_names(fn, is_signature)
     try:
         frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False)
     except Exception as err:

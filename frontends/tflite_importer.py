@@ -42,9 +42,9 @@ from xdsl.rewriter import InsertPoint
 from mlconv.dense import element_type, to_dense_attr
 from mlconv.dialects import tflite
 from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.dialects.tflite_versions import known_version
 from mlconv.errors import FrontendError
 from mlconv.frontends.names import name_hint
-from mlconv.passes.tflite_op_versions import known_version
 
 # TFLite TensorType -> numpy dtype of the stored values.
 NUMPY_DTYPES: dict[str, np.dtype] = {

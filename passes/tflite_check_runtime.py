@@ -16,8 +16,8 @@ from xdsl.dialects.builtin import ModuleOp, NameLoc
 from xdsl.passes import ModulePass
 
 from mlconv.dialects.tflite import TFLiteOperation
+from mlconv.dialects.tflite_versions import min_runtime, runtime_key
 from mlconv.errors import OptionError, PassFailure
-from mlconv.passes.tflite_op_versions import min_runtime, runtime_key
 
 
 def _where(op: TFLiteOperation) -> str:

@@ -212,7 +212,7 @@ def batch_pass_for(
     elif kind == "signature_name":
         known = ["serving_default"]
         if model.is_dir():
-            from mlconv.converter.placement import read_saved_model
+            from mlconv.frontends.tf_importer import read_saved_model
 
             meta = read_saved_model(model).meta_graphs[0]
             known = [k for k in meta.signature_def if not k.startswith("__")]

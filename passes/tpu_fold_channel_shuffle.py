@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dialects import tpu
 from mlconv.passes.tpu_fold_constants import constant, constant_value, erase_dead
-from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, _make, _shape, _tensor
+from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, make_primitive, tensor_like, value_shape
 
 P = tpu.PRIMITIVE_OPS
 
@@ -56,7 +56,7 @@ def shuffle_permutation(op: Operation) -> tuple[SSAValue, np.ndarray, tuple[int,
     if not isinstance(split, P["reshape"]):
         return None
     source = split.operands[0]
-    shape, split_shape = _shape(source), _shape(split.results[0])
+    shape, split_shape = value_shape(source), value_shape(split.results[0])
     rank = len(shape)
     perm = tuple(transposed.params()["permutation"])
     if (
@@ -64,7 +64,7 @@ def shuffle_permutation(op: Operation) -> tuple[SSAValue, np.ndarray, tuple[int,
         or len(split_shape) != rank + 1
         or split_shape[: rank - 1] != shape[:-1]
         or perm != (*range(rank - 1), rank, rank - 1)
-        or _shape(op.results[0]) != shape
+        or value_shape(op.results[0]) != shape
     ):
         return None
     a, b = split_shape[-2:]
@@ -86,7 +86,7 @@ def _per_channel(value: SSAValue, channels: int, rank: int) -> np.ndarray | None
 def _chain(value: SSAValue, channels: int) -> tuple[list[Operation], Operation] | None:
     """The single-use elementwise ops from `value` up (nearest first) and the head op that
     absorbs the permutation, or None."""
-    rank = len(_shape(value))
+    rank = len(value_shape(value))
     chain: list[Operation] = []
     while True:
         op = value.owner
@@ -94,7 +94,7 @@ def _chain(value: SSAValue, channels: int) -> tuple[list[Operation], Operation] 
             return None
         if isinstance(op, tpu.PrimitiveOp) and op.PRIMITIVE in ELEMENTWISE:
             data = [v for v in op.operands if _per_channel(v, channels, rank) is None]
-            if len(data) != 1 or _shape(data[0]) != _shape(value):
+            if len(data) != 1 or value_shape(data[0]) != value_shape(value):
                 return None
             chain.append(op)
             value = data[0]
@@ -108,8 +108,8 @@ def _absorbs(op: Operation, channels: int) -> bool:
         rhs = constant_value(op.operands[1])
         return rhs is not None and rhs.ndim == 2 and not rhs_batch and len(rhs_contract) == 1
     if isinstance(op, P["concatenate"]):
-        rank = len(_shape(op.results[0]))
-        sizes = {_shape(v)[-1] for v in op.operands}
+        rank = len(value_shape(op.results[0]))
+        sizes = {value_shape(v)[-1] for v in op.operands}
         return op.params()["dimension"] == rank - 1 and len(sizes) == 1
     return False
 
@@ -128,29 +128,29 @@ def _permute_head(op: Operation, order: np.ndarray, parts: tuple[int, int]) -> S
     location, out = op.location, op.results[0]
     columns = []
     for part in op.operands:
-        shape = _shape(part)
-        column = _make(
+        shape = value_shape(part)
+        column = make_primitive(
             "reshape",
             [part],
-            [_tensor(part.type, [*shape, 1])],
+            [tensor_like(part.type, [*shape, 1])],
             {"new_sizes": (*shape, 1), "dimensions": None, "sharding": None},
             location,
         )
         Rewriter.insert_op(column, InsertPoint.before(op))
         columns.append(column.results[0])
-    stacked_shape = [*_shape(out)[:-1], size, groups]
-    stacked = _make(
+    stacked_shape = [*value_shape(out)[:-1], size, groups]
+    stacked = make_primitive(
         "concatenate",
         columns,
-        [_tensor(out.type, stacked_shape)],
+        [tensor_like(out.type, stacked_shape)],
         {"dimension": len(stacked_shape) - 1},
         location,
     )
-    merged = _make(
+    merged = make_primitive(
         "reshape",
         [stacked.results[0]],
         [out.type],
-        {"new_sizes": tuple(_shape(out)), "dimensions": None, "sharding": None},
+        {"new_sizes": tuple(value_shape(out)), "dimensions": None, "sharding": None},
         location,
     )
     Rewriter.insert_op([stacked, merged], InsertPoint.before(op))
@@ -170,10 +170,10 @@ def fold_shuffle(op: Operation) -> bool:
         return False
     chain, head = walked
     if isinstance(head, P["concatenate"]) and (
-        len(head.operands) != parts[0] or _shape(head.operands[0])[-1] != parts[1]
+        len(head.operands) != parts[0] or value_shape(head.operands[0])[-1] != parts[1]
     ):
         return False  # equal parts, but not the ones the shuffle interleaves
-    rank = len(_shape(source))
+    rank = len(value_shape(source))
     for link in chain:
         for index, operand in enumerate(link.operands):
             array = _per_channel(operand, channels, rank)

@@ -50,7 +50,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dialects import tpu
 from mlconv.passes.tpu_fold_constants import erase_dead
-from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, _make, _shape, _tensor
+from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, make_primitive, tensor_like, value_shape
 
 P = tpu.PRIMITIVE_OPS
 
@@ -71,13 +71,13 @@ def _box(op: Operation) -> Box | None:
 
 def _slice(value: SSAValue, start, limit, before: Operation) -> SSAValue:
     """`value[start:limit]` inserted before `before` (`value` itself for the whole range)."""
-    shape = _shape(value)
+    shape = value_shape(value)
     if list(start) == [0] * len(shape) and list(limit) == shape:
         return value
-    op = _make(
+    op = make_primitive(
         "slice",
         [value],
-        [_tensor(value.type, [h - lo for lo, h in zip(start, limit, strict=True)])],
+        [tensor_like(value.type, [h - lo for lo, h in zip(start, limit, strict=True)])],
         {"start_indices": tuple(start), "limit_indices": tuple(limit), "strides": None},
         before.location,
     )
@@ -166,7 +166,7 @@ class Hoister:
         axis = concat.params()["dimension"]
         offset = 0
         for part in concat.operands:
-            size = _shape(part)[axis]
+            size = value_shape(part)[axis]
             if offset <= start[axis] and limit[axis] <= offset + size:
                 inner_start, inner_limit = list(start), list(limit)
                 inner_start[axis] -= offset
@@ -178,7 +178,7 @@ class Hoister:
 
     def _from_pad(self, op: Operation, pad: Operation, start, limit) -> bool:
         config = pad.params()["padding_config"]
-        shape = _shape(pad.operands[0])
+        shape = value_shape(pad.operands[0])
         flat = [tuple(c) == (0, 0, 0) for c in config]
         if all(
             start[a] == 0 and limit[a] == shape[a] for a in range(len(shape)) if flat[a]
@@ -189,10 +189,10 @@ class Hoister:
         key = (pad, (tuple(part_start), tuple(part_limit)))
         if key not in self.pads:
             part = _slice(pad.operands[0], part_start, part_limit, pad)
-            padded = _make(
+            padded = make_primitive(
                 "pad",
                 [part, pad.operands[1]],
-                [_tensor(pad.results[0].type, self._padded(_shape(part), config))],
+                [tensor_like(pad.results[0].type, self._padded(value_shape(part), config))],
                 {"padding_config": tuple(tuple(c) for c in config)},
                 pad.location,
             )
@@ -202,7 +202,9 @@ class Hoister:
                 self.work.append(part.owner)
         padded_value = self.pads[key]
         rest_start = [0 if flat[a] else start[a] for a in range(len(shape))]
-        rest_limit = [_shape(padded_value)[a] if flat[a] else limit[a] for a in range(len(shape))]
+        rest_limit = [
+            value_shape(padded_value)[a] if flat[a] else limit[a] for a in range(len(shape))
+        ]
         _replace(op, _slice(padded_value, rest_start, rest_limit, op))
         return True
 
@@ -215,7 +217,7 @@ class Hoister:
 
     def _from_elementwise(self, producer: Operation) -> bool:
         value = producer.results[0]
-        shape = _shape(value)
+        shape = value_shape(value)
         users = [use.operation for use in value.uses]
         # in index order, so the parts (and the printed IR) do not depend on use order
         slices = sorted(dict.fromkeys(u for u in users if self.box(u) is not None), key=self.box)
@@ -230,7 +232,7 @@ class Hoister:
         for piece, (start, limit) in zip(slices, boxes, strict=True):
             operands = []
             for operand in producer.operands:
-                own = _shape(operand)
+                own = value_shape(operand)
                 if not own:  # a scalar is read whole
                     operands.append(operand)
                     continue
@@ -248,7 +250,7 @@ class Hoister:
             parts.append(clone.results[0])
             _replace(piece, clone.results[0])
         if others:  # the slices tile the axis, in order
-            whole = _make(
+            whole = make_primitive(
                 "concatenate", parts, [value.type], {"dimension": axis}, producer.location
             )
             Rewriter.insert_op(whole, InsertPoint.before(producer))

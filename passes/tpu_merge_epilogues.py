@@ -56,7 +56,7 @@ from xdsl.pattern_rewriter import (
 
 from mlconv.dialects import tpu
 from mlconv.passes.tpu_fold_constants import constant, constant_value, erase_dead
-from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, _make, _shape, _tensor
+from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, make_primitive, tensor_like, value_shape
 
 
 def _merged_constant(
@@ -107,7 +107,7 @@ class MergeConcatenatedEpilogues(RewritePattern):
                 or part.uses.get_length() != 1
             ):
                 return
-        part_shapes = [_shape(part) for part in parts]
+        part_shapes = [value_shape(part) for part in parts]
         if any(d < 0 for shape in part_shapes for d in shape):
             return
         axis = op.params()["dimension"]
@@ -137,7 +137,7 @@ class MergeConcatenatedEpilogues(RewritePattern):
     ) -> tuple[list[Operation], SSAValue] | None:
         """The operand of the merged op standing for `values` (one per part): (ops to insert,
         value), or None."""
-        shapes = [_shape(v) for v in values]
+        shapes = [value_shape(v) for v in values]
         if all(v is values[0] for v in values) and (
             not shapes[0] or (len(shapes[0]) == len(part_shapes[0]) and shapes[0][axis] == 1)
         ):
@@ -154,10 +154,10 @@ class MergeConcatenatedEpilogues(RewritePattern):
         if shapes == part_shapes:
             out_shape = list(part_shapes[0])
             out_shape[axis] = sum(shape[axis] for shape in part_shapes)
-            new = _make(
+            new = make_primitive(
                 "concatenate",
                 values,
-                [_tensor(values[0].type, out_shape)],
+                [tensor_like(values[0].type, out_shape)],
                 {"dimension": axis},
                 location,
             )

@@ -53,7 +53,12 @@ from mlconv.dialects import tpu
 from mlconv.errors import MlconvError
 from mlconv.passes.tpu_conv_strategy import check_device
 from mlconv.passes.tpu_fold_constants import constant, erase_dead
-from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, LIBRARY_CALLS, _make, _shape
+from mlconv.passes.tpu_sink_transposes import (
+    ELEMENTWISE,
+    LIBRARY_CALLS,
+    make_primitive,
+    value_shape,
+)
 
 P = tpu.PRIMITIVE_OPS
 
@@ -86,17 +91,17 @@ def pad_concat(concat: Operation) -> None:
     """Replace `concat` by the sum of its zero-padded parts."""
     axis = concat.params()["dimension"]
     result = concat.results[0]
-    total = _shape(result)[axis]
+    total = value_shape(result)[axis]
     dtype = numpy_dtype(result.type.get_element_type())
     zero = constant(np.zeros((), dtype), concat.location)
     Rewriter.insert_op(zero, InsertPoint.before(concat))
     summed = None
     offset = 0
     for part in concat.operands:
-        size = _shape(part)[axis]
-        config = [(0, 0, 0)] * len(_shape(part))
+        size = value_shape(part)[axis]
+        config = [(0, 0, 0)] * len(value_shape(part))
         config[axis] = (offset, total - offset - size, 0)
-        padded = _make(
+        padded = make_primitive(
             "pad",
             [part, zero.results[0]],
             [result.type],
@@ -105,7 +110,9 @@ def pad_concat(concat: Operation) -> None:
         )
         Rewriter.insert_op(padded, InsertPoint.before(concat))
         if summed is not None:
-            add = _make("add", [summed, padded.results[0]], [result.type], {}, concat.location)
+            add = make_primitive(
+                "add", [summed, padded.results[0]], [result.type], {}, concat.location
+            )
             Rewriter.insert_op(add, InsertPoint.before(concat))
             padded = add
         summed = padded.results[0]

@@ -65,15 +65,15 @@ def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inverse)
 
 
-def _shape(value: SSAValue) -> list[int]:
+def value_shape(value: SSAValue) -> list[int]:
     return list(value.type.get_shape())
 
 
-def _tensor(value_type: Any, shape: list[int]) -> TensorType:
+def tensor_like(value_type: Any, shape: list[int]) -> TensorType:
     return shared_tensor_type(value_type.get_element_type(), tuple(shape))
 
 
-def _make(
+def make_primitive(
     name: str, operands: list[SSAValue], result_types: list[Any], params: dict[str, Any], location
 ) -> Operation:
     op = P[name].create(
@@ -86,11 +86,11 @@ def _make(
 
 
 def transpose(value: SSAValue, perm: tuple[int, ...], location) -> Operation:
-    shape = _shape(value)
-    return _make(
+    shape = value_shape(value)
+    return make_primitive(
         "transpose",
         [value],
-        [_tensor(value.type, [shape[p] for p in perm])],
+        [tensor_like(value.type, [shape[p] for p in perm])],
         {"permutation": perm},
         location,
     )
@@ -115,14 +115,18 @@ class ComposeTransposes(RewritePattern):
         if perm == tuple(range(len(perm))):
             rewriter.replace(op, [], [source])
             return
-        shape = _shape(source)
+        shape = value_shape(source)
         moved = [p for p in perm if shape[p] != 1]
         if moved == sorted(moved):
-            new = _make(
+            new = make_primitive(
                 "reshape",
                 [source],
                 [op.results[0].type],
-                {"new_sizes": tuple(_shape(op.results[0])), "dimensions": None, "sharding": None},
+                {
+                    "new_sizes": tuple(value_shape(op.results[0])),
+                    "dimensions": None,
+                    "sharding": None,
+                },
                 op.location,
             )
             rewriter.replace(op, [new], new.results)
@@ -135,9 +139,9 @@ def _untransposed(
 ) -> tuple[list[Operation], SSAValue] | None:
     """`value` (an operand of an op whose transposed operand has permutation `perm`) in the
     untransposed layout: (ops to insert, new value), or None when that would cost a transpose."""
-    if len(_shape(value)) == 0:
+    if len(value_shape(value)) == 0:
         return [], value
-    if len(_shape(value)) != rank:
+    if len(value_shape(value)) != rank:
         return None
     owner = value.owner
     if _perm(owner) == perm:
@@ -157,10 +161,10 @@ def _untransposed(
         if list(new_dims) != sorted(new_dims):
             return None
         new_shape = tuple(shape[i] for i in inverse)
-        new = _make(
+        new = make_primitive(
             "broadcast_in_dim",
             [owner.operands[0]],
-            [_tensor(value.type, list(new_shape))],
+            [tensor_like(value.type, list(new_shape))],
             {**params, "shape": new_shape, "broadcast_dimensions": new_dims},
             location,
         )
@@ -193,7 +197,7 @@ class SinkThroughElementwise(RewritePattern):
         if op.PRIMITIVE not in ELEMENTWISE or op.MULTIPLE_RESULTS:
             return
         perm = _transposed_operand(op)
-        if perm is None or len(_shape(op.results[0])) != len(perm):
+        if perm is None or len(value_shape(op.results[0])) != len(perm):
             return
         # Only a transposed operand used by this op alone may bring in an inverse transpose of
         # another operand (it then dies): this keeps the rewrite from going back and forth.
@@ -212,10 +216,10 @@ class SinkThroughElementwise(RewritePattern):
             operands.append(found[1])
         result = op.results[0]
         inverse = _inverse(perm)
-        shape = _shape(result)
+        shape = value_shape(result)
         inner = P[op.PRIMITIVE].create(
             operands=operands,
-            result_types=[_tensor(result.type, [shape[i] for i in inverse])],
+            result_types=[tensor_like(result.type, [shape[i] for i in inverse])],
             attributes=dict(op.attributes),
         )
         inner.location = op.location
@@ -238,7 +242,7 @@ class SinkThroughLayoutOps(RewritePattern):
         params = op.params()
         inverse = _inverse(perm)
         result = op.results[0]
-        shape = _shape(result)
+        shape = value_shape(result)
         if name in WINDOWS or name == "pad":
             keys = (
                 (
@@ -253,10 +257,10 @@ class SinkThroughLayoutOps(RewritePattern):
             )
             new_params = {**params, **{k: tuple(params[k][i] for i in inverse) for k in keys}}
             operands = [first.operands[0], *op.operands[1:]]
-            inner = _make(
+            inner = make_primitive(
                 name,
                 operands,
-                [_tensor(result.type, [shape[i] for i in inverse])],
+                [tensor_like(result.type, [shape[i] for i in inverse])],
                 new_params,
                 op.location,
             )
@@ -268,10 +272,10 @@ class SinkThroughLayoutOps(RewritePattern):
                     return
                 operands.append(operand.owner.operands[0])
             new_params = {**params, "dimension": perm[params["dimension"]]}
-            inner = _make(
+            inner = make_primitive(
                 name,
                 operands,
-                [_tensor(result.type, [shape[i] for i in inverse])],
+                [tensor_like(result.type, [shape[i] for i in inverse])],
                 new_params,
                 op.location,
             )
@@ -283,11 +287,11 @@ class SinkThroughLayoutOps(RewritePattern):
             kept_source = [perm[i] for i in range(len(perm)) if i not in axes]
             remaining = sorted(kept_source)
             outer_perm = tuple(remaining.index(d) for d in kept_source)
-            source_shape = _shape(first.operands[0])
-            inner = _make(
+            source_shape = value_shape(first.operands[0])
+            inner = make_primitive(
                 name,
                 [first.operands[0]],
-                [_tensor(result.type, [source_shape[d] for d in remaining])],
+                [tensor_like(result.type, [source_shape[d] for d in remaining])],
                 new_params,
                 op.location,
             )
@@ -344,7 +348,7 @@ class SinkThroughReshape(RewritePattern):
         if perm is None:
             return
         source = first.operands[0]
-        mid_shape, out_shape = _shape(op.operands[0]), _shape(op.results[0])
+        mid_shape, out_shape = value_shape(op.operands[0]), value_shape(op.results[0])
         groups = _groups(mid_shape, out_shape)
         if groups is None:
             return
@@ -362,10 +366,10 @@ class SinkThroughReshape(RewritePattern):
             new_ops.append(pre)
             value = pre.results[0]
         new_shape = [out_shape[j] for g in order for j in groups[g][1]]
-        reshape = _make(
+        reshape = make_primitive(
             "reshape",
             [value],
-            [_tensor(op.results[0].type, new_shape)],
+            [tensor_like(op.results[0].type, new_shape)],
             {**op.params(), "new_sizes": tuple(new_shape)},
             op.location,
         )

@@ -192,12 +192,12 @@ def host_part_cost(model: Path, placement: dict[str, str]) -> int:
 
 def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
     """Each TPU function's cost (tpu-report's annotation), named as the artifact names it."""
-    from mlconv.converter.artifact import _function_name
+    from mlconv.converter.artifact import function_name
     from mlconv.dialects import tpu
     from mlconv.passes.tpu_report import cost_of
 
     regions = [r for r in module.walk() if isinstance(r, tpu.RegionOp) and cost_of(r)]
-    return {_function_name(names, i): cost_of(r) for i, r in enumerate(regions)}
+    return {function_name(names, i): cost_of(r) for i, r in enumerate(regions)}
 
 
 def _input_names(module: Any) -> list[str]:
@@ -226,8 +226,8 @@ def convert(
     quiet: bool = True,
 ) -> dict[str, Any]:
     """Convert `model` into the artifact folder `output`; returns its manifest."""
-    from mlconv.backends.specialize import needs_specialization, value_inputs
-    from mlconv.converter.artifact import _function_name, save_artifact
+    from mlconv.backends.specialize import needs_specialization
+    from mlconv.converter.artifact import function_name, save_artifact
     from mlconv.converter.options import ConversionSettings, load_converter_options
     from mlconv.dialects import make_context
     from mlconv.frontends.load import format_input_shapes, load_model
@@ -237,7 +237,7 @@ def convert(
     from mlconv.passes.tpu_bf16 import TpuBf16Pass, check_filterlist
     from mlconv.passes.tpu_io_shapes import TpuIoShapesPass
     from mlconv.passes.tpu_report import TpuReportPass, format_report, work
-    from mlconv.signature.module_io import find_main
+    from mlconv.signature.module_io import find_main, value_inputs
 
     phases = Phases(quiet)
     options = phases.run(
@@ -318,7 +318,7 @@ def convert(
             )
             phases.run(f"bfloat16 (tpu-bf16){label}", lambda: bf16.apply(make_context(), module))
         main = find_main(module)
-        arity[_function_name(names, len(arity))] = (
+        arity[function_name(names, len(arity))] = (
             len(main.body.block.args),
             len(main.function_type.outputs),
         )
@@ -412,7 +412,7 @@ def convert(
 
         host = convert_host_part(
             path,
-            {_function_name([k], 0): v for k, v in placement.items()},
+            {function_name([k], 0): v for k, v in placement.items()},
             arity,
             host_bf16,
             phases,

@@ -223,8 +223,8 @@ def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
 
     from mlconv.frontends import tf_importer
 
-    tf = tf_importer._quiet_tensorflow()  # noqa: SLF001 - the importer's own TF setup
-    fn, _, _loaded = tf_importer._pick(  # noqa: SLF001 - the function the importer picks
+    tf = tf_importer.quiet_tensorflow()  # noqa: SLF001 - the importer's own TF setup
+    fn, _, _loaded = tf_importer.pick(  # noqa: SLF001 - the function the importer picks
         __import__("pathlib").Path(path),
         tf,
         frontend_options.get("signature"),

@@ -191,3 +191,148 @@ def test_every_verifier_message_has_an_invalid_case(name: str) -> None:
         f"verifier messages of '{name}' without a case in invalid.mlir:\n"
         + "\n".join(f"  {m!r}" for m in missing)
     )
+
+
+# --------------------------------------------------------------------------- layers
+# Imports point down (../shared/DESIGN.md, "Layers"): a package may import itself and the
+# packages of the rows below its own, never a row above nor another package of its own row.
+# Function-local imports count as much as top-level ones. `plugins.py` is the one documented
+# cycle: the plugin registry, which dialects, frontends and passes look plugins up in and which
+# registers plugins into them; it may import what passes may, and anyone may import it.
+LAYERS: list[set[str]] = [
+    {"tools"},  # mlconv-* entry points and generators
+    {"explorer"},  # the Model Explorer adapter (mlconv-view)
+    {"verify"},  # mlconv against other runtimes, through mlconv.compile
+    {"__init__"},  # `import mlconv`: mlconv.compile, mlconv.load
+    {"api"},  # the public face: compile, load
+    {"converter"},  # the TPU converter product
+    {"backends"},  # execution: JAX/XLA, OpenVINO runtime; writers
+    {"interpreters"},  # reference interpreters, numerics checking
+    {"passes"},  # passes, pipelines, the lowering driver
+    {"frontends"},  # importers, model loading
+    {"semantics", "signature"},  # running a core op's semantics; a module's @main signature
+    {"dialects"},
+    {"dense", "custom_ops", "fake_quant"},
+    {"errors"},
+]
+REGISTRY = "plugins"
+SKIPPED = {"test", "bench", "examples", "docs"}  # not part of the installed package
+
+
+def _package(module: str) -> str:
+    """`mlconv.passes.core_fuse` -> `passes`; `mlconv` -> `__init__`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in SKIPPED or rel.parts[0].startswith("."):
+            continue
+        name = ".".join(("mlconv", *rel.with_suffix("").parts)).removesuffix(".__init__")
+        found[name] = path
+    return found
+
+
+def import_graph(root: Path) -> list[tuple[str, str, str | None, int]]:
+    """(importing module, imported module, imported name or None, line) of every import of
+    mlconv in the code under `root`, function-local ones included."""
+    modules = _modules(root)
+    edges = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                pairs = [(alias.name, None) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                pairs = [(node.module, alias.name) for alias in node.names]
+            else:
+                continue
+            for target, imported in pairs:
+                if target != "mlconv" and not target.startswith("mlconv."):
+                    continue
+                if imported and f"{target}.{imported}" in modules:
+                    target, imported = f"{target}.{imported}", None
+                edges.append((name, target, imported, node.lineno))
+    return edges
+
+
+def _rank(package: str) -> int | None:
+    if package == REGISTRY:  # imports what the row above passes may
+        return next(i for i, row in enumerate(LAYERS) if "passes" in row) - 1
+    return next((i for i, row in enumerate(LAYERS) if package in row), None)
+
+
+def layer_violations(root: Path) -> list[str]:
+    """Every import under `root` that breaks the layer table, every private name imported
+    across modules, and every cycle between packages (the registry aside)."""
+    problems = []
+    packages: dict[str, set[str]] = {}
+    for source, target, imported, line in import_graph(root):
+        where = f"{source} (line {line}) imports {target}{'.' + imported if imported else ''}"
+        if imported and imported.startswith("_") and not imported.startswith("__"):
+            if target != source:
+                problems.append(f"{where}: a private name, used outside its module")
+        mine, theirs = _package(source), _package(target)
+        if mine == theirs:
+            continue
+        packages.setdefault(mine, set()).add(theirs)
+        if theirs == REGISTRY:
+            continue
+        low, high = _rank(theirs), _rank(mine)
+        if low is None or high is None:
+            problems.append(f"{where}: a package missing from LAYERS")
+        elif low <= high:
+            problems.append(f"{where}: {mine} may not import {theirs} (LAYERS)")
+    graph = {p: targets - {REGISTRY} for p, targets in packages.items() if p != REGISTRY}
+    done: set[str] = set()
+
+    def visit(package: str, path: list[str]) -> None:
+        if package in path:
+            problems.append("import cycle: " + " -> ".join(path[path.index(package) :] + [package]))
+            return
+        if package in done:
+            return
+        for target in sorted(graph.get(package, ())):
+            visit(target, [*path, package])
+        done.add(package)
+
+    for package in sorted(graph):
+        visit(package, [])
+    return problems
+
+
+def test_imports_follow_the_layers() -> None:
+    problems = layer_violations(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "expected"),
+    [
+        ("backends/x.py", "from mlconv.api import compile", "backends may not import api"),
+        ("backends/x.py", "def f():\n    import mlconv.tools.cli", "backends may not import tools"),
+        ("dialects/x.py", "from mlconv.dialects.y import _hidden", "a private name"),
+        ("passes/x.py", "from mlconv.nowhere import y", "missing from LAYERS"),
+    ],
+)
+def test_layer_check_catches(tmp_path: Path, path: str, line: str, expected: str) -> None:
+    """The check itself: a tree with one bad import is reported (the real tree's verdict
+    would mean nothing if the check could not fail)."""
+    for folder in ("api.py", "tools/cli.py", "dialects/y.py", "backends/__init__.py"):
+        (tmp_path / folder).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder).write_text("")
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text(line + "\n")
+    problems = layer_violations(tmp_path)
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_layer_check_catches_a_cycle(tmp_path: Path) -> None:
+    # Two packages of one row importing each other break the table and form a cycle.
+    for path, line in [("semantics/a.py", "signature.b"), ("signature/b.py", "semantics.a")]:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(f"import mlconv.{line}\n")
+    problems = layer_violations(tmp_path)
+    assert any(p.startswith("import cycle: semantics -> signature -> semantics") for p in problems)

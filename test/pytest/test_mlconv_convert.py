@@ -698,7 +698,7 @@ def aliases(*names: str) -> str:
 
 
 def test_duplicate_selection_of_one_function_is_refused(placement_model, tmp_path):
-    from mlconv.converter.placement import read_saved_model
+    from mlconv.frontends.tf_importer import read_saved_model
 
     _, _, saved = placement_model
     meta = read_saved_model(saved).meta_graphs[0]
@@ -762,7 +762,7 @@ def test_host_ops_outside_placed_functions_stay_on_the_host(placement_model, tmp
 
 
 def test_concrete_function_name_places_that_function(placement_model, tmp_path):
-    from mlconv.converter.placement import read_saved_model
+    from mlconv.frontends.tf_importer import read_saved_model
 
     tf, module, saved = placement_model
     meta = read_saved_model(saved).meta_graphs[0]
