@@ -5,7 +5,7 @@ stages around its TPU calls (converter/host_part_split.py) and lowers them to tp
 host's CPU (tf-to-core, core-to-tpu{cpu}; with `bf16`, bfloat16 scope ALL, tpu-bf16 as well);
 a signature holding ops mlconv cannot lower keeps its host part in TensorFlow
 (converter/host_part_graph.py). The result is the manifest's `signatures` and the stages that
-backends/artifact.save_artifact writes to OUTDIR/host (converter/host_part.py runs them).
+converter/artifact.save_artifact writes to OUTDIR/host (converter/host_part.py runs them).
 """
 
 from __future__ import annotations
