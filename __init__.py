@@ -8,6 +8,6 @@ served = mlconv.load("converted/")   # a folder written by mlconv-convert
 
 from mlconv.api import compile, load
 from mlconv.backends.padding import PadTo
+from mlconv.version import __version__
 
-__all__ = ["PadTo", "compile", "load"]
-__version__ = "0.1.0"
+__all__ = ["PadTo", "__version__", "compile", "load"]

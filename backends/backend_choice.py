@@ -205,9 +205,9 @@ class _Compiling(threading.Thread):
 
 def _measure(module: ModuleOp, device: str | None, stages: Sequence[Any], progress: Any):
     """(callable, BackendChoice): both back ends compiled, compared and timed."""
-    from mlconv.signature.module_io import find_main
     from mlconv.backends.openvino_backend import OpenVinoModule
     from mlconv.backends.openvino_ir import to_openvino_ir
+    from mlconv.signature.module_io import find_main
 
     start = time.perf_counter()
     main = find_main(module)
@@ -407,14 +407,14 @@ def choice_key(source: Any, options: dict[str, Any] | None) -> str | None:
     import jax
     import openvino
 
-    import mlconv
     from mlconv.backends.compile_cache import cpu_description
+    from mlconv.version import __version__
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parts = {
         "source": digest,
         "options": {k: repr(v) for k, v in sorted((options or {}).items())},
-        "versions": [mlconv.__version__, jax.__version__, openvino.__version__],
+        "versions": [__version__, jax.__version__, openvino.__version__],
         "cpu": [cpu_description(), cores],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

@@ -212,8 +212,8 @@ LAYERS: list[set[str]] = [
     {"frontends"},  # importers, model loading
     {"semantics", "signature"},  # running a core op's semantics; a module's @main signature
     {"dialects"},
-    {"dense", "custom_ops", "fake_quant"},
-    {"errors"},
+    {"dense", "custom_ops", "fake_quant", "fileio"},
+    {"errors", "version"},
 ]
 REGISTRY = "plugins"
 SKIPPED = {"test", "bench", "examples", "docs"}  # not part of the installed package
