@@ -69,7 +69,8 @@ def tool(name: str, *args: str | os.PathLike) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def core_module():
     """y = relu(x) * 2 on a 1x4 float tensor, at the core level."""
-    from mlconv.api import load_model, lower_to_core
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_core
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
@@ -197,8 +198,8 @@ def test_writers_respect_special_files_and_links(tmp_path: Path, core_module):
 
 
 def test_artifact_through_symlink(tmp_path: Path, core_module):
-    from mlconv.api import lower_to_tpu
     from mlconv.converter.artifact import load_artifact, save_artifact
+    from mlconv.passes.pipelines import lower_to_tpu
 
     (tmp_path / "real").mkdir()
     link = tmp_path / "artifact"
