@@ -17,9 +17,9 @@ import threading
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from mlconv.errors import BackendError
 from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.signature.module_io import find_main, value_names
-from mlconv.errors import BackendError
 
 DEVICES = {"cpu": "CPU", None: "CPU"}
 # OpenVINO's CPU plugin runs f32 models in bf16 where the CPU has bf16 units (2e-3 relative on

@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.signature.inputs import bind_inputs
 from mlconv.errors import BackendError, InputError, OptionError
+from mlconv.signature.inputs import bind_inputs
 
 DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096)
 """Sizes a padded dim takes; past the last one, the next power of two."""

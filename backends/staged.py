@@ -29,13 +29,13 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
-from mlconv.signature.module_io import find_main
 from mlconv.dense import to_numpy
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_control import IfOp, YieldOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import BackendError
 from mlconv.semantics.tracing import run_with
+from mlconv.signature.module_io import find_main
 
 DATA_DEPENDENT = frozenset({"core.NonZero", "core.Unique", "core.NonMaxSuppression"})
 """Ops whose result shapes depend on their operands' values (their data is a static operand)."""

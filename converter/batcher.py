@@ -432,8 +432,8 @@ def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
     import jax
     from jax import export
 
-    from mlconv.converter.artifact import PLATFORMS
     from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
+    from mlconv.converter.artifact import PLATFORMS
     from mlconv.dialects import tpu
 
     body = batch.body.block

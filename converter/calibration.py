@@ -383,9 +383,9 @@ def compare_outputs(
 
 
 def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], list[np.dtype]]:
-    from mlconv.signature.module_io import find_main
     from mlconv.dense import numpy_dtype
     from mlconv.passes.core_to_tpu import input_name
+    from mlconv.signature.module_io import find_main
 
     main = find_main(module, "quantize")
     args = main.body.block.args
@@ -411,6 +411,7 @@ def quantize_for_tpu(
     (the input layers' activations float unless `quantize_input_layers`), core-to-tpu,
     tpu-quantize; then, when a dataset is given, the quantized model against
     float on it (compiled for `device`)."""
+    from mlconv.converter.options import quantization_method
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_fuse import CoreFusePass
     from mlconv.passes.core_quantize import quantize_module, reads_model_input
@@ -418,7 +419,6 @@ def quantize_for_tpu(
     from mlconv.passes.core_to_tpu import CoreToTpuPass
     from mlconv.passes.pipelines import run_passes, target_passes
     from mlconv.passes.tpu_quantize import quantize_tpu_module
-    from mlconv.converter.options import quantization_method
 
     method = quantization_method(quantization)
     mode = MODES[method]

@@ -66,7 +66,11 @@ def _named_tuples() -> dict[str, type]:
 
     return {
         cls.__name__: cls
-        for cls in (lax.ConvDimensionNumbers, lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers)
+        for cls in (
+            lax.ConvDimensionNumbers,
+            lax.GatherDimensionNumbers,
+            lax.ScatterDimensionNumbers,
+        )
     }
 
 
@@ -190,7 +194,7 @@ class ConstantOp(IRDLOperation):
 class YieldOp(IRDLOperation):
     """Returns the values of a `tpu.region` (or of a control-flow body).
 
-        tpu.yield %a, %b : tensor<1x1000xf32>, tensor<1xi64>
+    tpu.yield %a, %b : tensor<1x1000xf32>, tensor<1xi64>
     """
 
     name = "tpu.yield"
@@ -460,16 +464,55 @@ CONTROL_OPS = {"cond": CondOp, "while": WhileOp, "scan": ScanOp}
 
 # Primitives that never appear as tpu ops: calls are inlined, identities dropped, control flow
 # has structural ops of its own, and collectives/randomness/tokens have no place in inference.
-INLINED = frozenset({"jit", "pjit", "closed_call", "core_call", "call", "custom_jvp_call", "custom_vjp_call", "remat2", "checkpoint"})
-IDENTITIES = frozenset({"device_put", "sharding_constraint", "stop_gradient", "copy"})
-EXCLUDED = INLINED | IDENTITIES | frozenset(
+INLINED = frozenset(
     {
-        "cond", "while", "scan", "after_all", "create_token", "all_gather", "all_to_all",
-        "axis_index", "pmax", "pmin", "ppermute", "psum", "ragged_all_to_all", "random_bits",
-        "random_fold_in", "random_gamma", "random_seed", "random_split", "threefry2x32",
-        "rng_bit_generator", "rng_uniform", "name", "empty2", "get", "swap", "custom_lin",
-        "custom_linear_solve", "add_any",
+        "jit",
+        "pjit",
+        "closed_call",
+        "core_call",
+        "call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "remat2",
+        "checkpoint",
     }
+)
+IDENTITIES = frozenset({"device_put", "sharding_constraint", "stop_gradient", "copy"})
+EXCLUDED = (
+    INLINED
+    | IDENTITIES
+    | frozenset(
+        {
+            "cond",
+            "while",
+            "scan",
+            "after_all",
+            "create_token",
+            "all_gather",
+            "all_to_all",
+            "axis_index",
+            "pmax",
+            "pmin",
+            "ppermute",
+            "psum",
+            "ragged_all_to_all",
+            "random_bits",
+            "random_fold_in",
+            "random_gamma",
+            "random_seed",
+            "random_split",
+            "threefry2x32",
+            "rng_bit_generator",
+            "rng_uniform",
+            "name",
+            "empty2",
+            "get",
+            "swap",
+            "custom_lin",
+            "custom_linear_solve",
+            "add_any",
+        }
+    )
 )
 
 
@@ -492,7 +535,9 @@ class PrimitiveOp(IRDLOperation):
 
     def verify_(self) -> None:
         for result in self.results:
-            if not isinstance(result.type, TensorType) or any(d < 0 for d in result.type.get_shape()):
+            if not isinstance(result.type, TensorType) or any(
+                d < 0 for d in result.type.get_shape()
+            ):
                 raise VerifyException("tpu ops need static shapes")
 
 

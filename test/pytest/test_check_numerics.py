@@ -11,8 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
 from mlconv.dialects import core_elementwise as ew
-from mlconv.tools import mlconv_opt, mlconv_translate
 from mlconv.interpreters.check_numerics import NumericsDivergence, parse_tolerances
+from mlconv.tools import mlconv_opt, mlconv_translate
 
 PIPELINE = "onnx-normalize,onnx-decompose,onnx-to-core,core-to-tpu-pipeline{device=cpu}"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlconv.tools import mlconv_opt, mlconv_translate
 from mlconv.passes.progress import progress_enabled
+from mlconv.tools import mlconv_opt, mlconv_translate
 
 IR = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %s = "core.Sigmoid"(%x) : (tensor<4xf32>) -> tensor<4xf32>
