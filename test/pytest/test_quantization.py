@@ -51,7 +51,7 @@ def _apply(module, passes: str) -> None:
 
 
 def _inputs(module, seed: int = 0, low: float = -1.5, high: float = 3.5) -> list[np.ndarray]:
-    from mlconv.backends.jax_backend import find_main
+    from mlconv.signature.module_io import find_main
 
     rng = np.random.default_rng(seed)
     return [

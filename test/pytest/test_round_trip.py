@@ -91,7 +91,7 @@ def default_passes(dialect: str, input_shapes: str):
 
 def batch_one(module: ModuleOp) -> str:
     """input-shapes binding each dynamic dim of @main's inputs to 1."""
-    from mlconv.backends.jax_backend import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.passes.dry_run import bind_dynamic_dims
 
     return bind_dynamic_dims(find_main(module))
@@ -183,7 +183,7 @@ def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
     from xdsl.dialects.builtin import TensorType, f32
     from xdsl.rewriter import InsertPoint, Rewriter
 
-    from mlconv.backends.jax_backend import find_main
+    from mlconv.signature.module_io import find_main
     from mlconv.dialects import make_context
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.frontends.load import load_model
