@@ -359,7 +359,7 @@ def record_path(directory: Path, source: Any, dims: list[PaddedDim]) -> Path | N
         digest.update(source.SerializeToString())
     else:
         return None
-    from mlconv import __version__
+    from mlconv.version import __version__
 
     digest.update(repr((__version__, dims)).encode())
     return directory / "padding" / f"{digest.hexdigest()}.json"

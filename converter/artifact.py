@@ -31,7 +31,7 @@ the SHA-256 of every file written.
 
 Loading treats the folder as data (docs/artifact.md): the manifest is validated against a
 schema, every file is read from inside OUTDIR and checked against its recorded SHA-256
-(backends/artifact_manifest.py), every export's custom-call targets are checked before it
+(converter/artifact_manifest.py), every export's custom-call targets are checked before it
 compiles (backends/export_check.py), and a host part kept in TensorFlow runs only from the
 artifact's own files and only with `allow_tensorflow=True`.
 """
@@ -50,7 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.artifact_manifest import (
+from mlconv.backends.export_check import deserialize_checked
+from mlconv.converter.artifact_manifest import (
     FORMAT,
     FORMAT_VERSION,
     MANIFEST,
@@ -58,7 +59,6 @@ from mlconv.backends.artifact_manifest import (
     read_manifest,
     record_files,
 )
-from mlconv.backends.export_check import deserialize_checked
 from mlconv.converter.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output

@@ -38,7 +38,7 @@ DEFAULT_MAX_ENQUEUED_BATCHES = 10
 """TensorFlow's BatchFunction default, used where the options leave it 0."""
 
 # Upper bounds of BatchOptions, checked where options are parsed (converter/options.py)
-# and where an artifact's manifest is read (backends/artifact_manifest.py): each thread is an
+# and where an artifact's manifest is read (converter/artifact_manifest.py): each thread is an
 # OS thread, each allowed batch size one executable compiled at load and a padded batch of that
 # many rows in memory.
 MAX_BATCH_THREADS = 256

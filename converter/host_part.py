@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.artifact_manifest import ArtifactFiles
 from mlconv.backends.export_check import deserialize_checked
+from mlconv.converter.artifact_manifest import ArtifactFiles
 from mlconv.errors import BackendError
 from mlconv.signature.inputs import InputSpec, bind_inputs
 

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.converter.batcher import QueueFullError, RequestTooLargeError
 from mlconv.backends.http_request import (
     NPZ,
     RequestError,
@@ -58,8 +57,9 @@ from mlconv.backends.http_request import (
     content_length,
     parse_body,
 )
-from mlconv.signature.inputs import InputSpec
+from mlconv.converter.batcher import QueueFullError, RequestTooLargeError
 from mlconv.errors import InputError, MlconvError
+from mlconv.signature.inputs import InputSpec
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def manifests(draw) -> Any:
 
 
 def check_manifest(manifest: Any) -> str:
-    from mlconv.backends.artifact_manifest import validate_manifest
+    from mlconv.converter.artifact_manifest import validate_manifest
     from mlconv.errors import BackendError
 
     try:
@@ -193,7 +193,7 @@ def check_manifest(manifest: Any) -> str:
 
 
 def check_manifest_bytes(data: bytes) -> str:
-    from mlconv.backends.artifact_manifest import read_manifest
+    from mlconv.converter.artifact_manifest import read_manifest
     from mlconv.errors import BackendError
 
     with tempfile.TemporaryDirectory() as folder:

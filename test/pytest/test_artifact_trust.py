@@ -91,7 +91,7 @@ def test_function_names_that_are_paths_are_refused(artifact, tmp_path, name):
     message = refused(folder, "manifest.json: field '", "does not match")
     assert "functions[0].name" in message or "outputs[0].value.function" in message
     # and the file layer refuses such a path on its own (defence in depth)
-    from mlconv.backends.artifact_manifest import ArtifactFiles
+    from mlconv.converter.artifact_manifest import ArtifactFiles
 
     if name.startswith("../"):
         with pytest.raises(BackendError, match="outside the artifact folder"):

@@ -255,10 +255,11 @@ def test_convert_layers_round_trip_against_openvino(tmp_path):
     from onnx import TensorProto, helper
     from xdsl.parser import Parser
 
-    from mlconv.api import load_model, lower_to_core
     from mlconv.backends.openvino_ir import write_openvino
     from mlconv.dialects import make_context
+    from mlconv.frontends.load import load_model
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+    from mlconv.passes.pipelines import lower_to_core
 
     nodes = [
         helper.make_node("Mul", ["x", "x"], ["sq"], name="square"),

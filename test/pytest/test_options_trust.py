@@ -7,8 +7,8 @@ from __future__ import annotations
 import forgery
 import pytest
 
-from mlconv.errors import OptionError
 from mlconv.converter.options import load_converter_options, parse_converter_options
+from mlconv.errors import OptionError
 
 CASES = {
     # the cases

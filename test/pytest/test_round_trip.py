@@ -91,8 +91,8 @@ def default_passes(dialect: str, input_shapes: str):
 
 def batch_one(module: ModuleOp) -> str:
     """input-shapes binding each dynamic dim of @main's inputs to 1."""
-    from mlconv.signature.module_io import find_main
     from mlconv.passes.dry_run import bind_dynamic_dims
+    from mlconv.signature.module_io import find_main
 
     return bind_dynamic_dims(find_main(module))
 
@@ -183,11 +183,11 @@ def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
     from xdsl.dialects.builtin import TensorType, f32
     from xdsl.rewriter import InsertPoint, Rewriter
 
-    from mlconv.signature.module_io import find_main
     from mlconv.dialects import make_context
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.frontends.load import load_model
     from mlconv.passes.pipelines import CoreToTpuPipeline, to_core_passes
+    from mlconv.signature.module_io import find_main
 
     module = load_model(str(EXPORTED.ssdlite_file(export_cache)))
     seen: set[str] = set()
