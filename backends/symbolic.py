@@ -467,9 +467,9 @@ def export_symbolic(
     """A framework- or core-level module whose inputs have dynamic dims, lowered by
     `lower(copy, input_shapes)` at the probe sizes and exported as one `jax.export.Exported`
     with symbolic dims (its @main must become one tpu.region)."""
-    from mlconv.signature.module_io import find_main
     from mlconv.dialects import tpu
     from mlconv.passes.core_to_tpu import input_name
+    from mlconv.signature.module_io import find_main
 
     main = find_main(module)
     args = main.body.block.args

@@ -108,8 +108,8 @@ def split_signature(
 ) -> SignaturePlan:
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
-    from mlconv.converter.placement import reachable, signature_library
-    from mlconv.frontends.tf_importer import import_tf
+    from mlconv.converter.placement import signature_library
+    from mlconv.frontends.tf_importer import import_tf, reachable
 
     _, library, start = signature_library(saved_model, signature)
     if start is None or start not in library:

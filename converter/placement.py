@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlconv.errors import OptionError, PassFailure
-from mlconv.frontends.tf_importer import read_saved_model
+from mlconv.frontends.tf_importer import callees, reachable, read_saved_model
 
 HOST_ONLY_PREFIXES = (
     "String",
@@ -129,30 +129,6 @@ def _select(meta: Any, library: dict[str, Any], entry: Any, index: int) -> list[
     if not must_compile:
         raise OptionError(f"{where}: the model has no function traced with jit_compile=True")
     return [Placed(n, n, kind, index) for n in sorted(must_compile)]
-
-
-def callees(function_def: Any) -> set[str]:
-    """Functions a FunctionDef calls directly (PartitionedCall's `f`, If/While branches, ...)."""
-    found = set()
-    for node in function_def.node_def:
-        for value in node.attr.values():
-            if value.HasField("func"):
-                found.add(value.func.name)
-            elif value.HasField("list"):
-                found.update(f.name for f in value.list.func)
-    return found
-
-
-def reachable(library: dict[str, Any], start: Iterable[str]) -> set[str]:
-    seen: set[str] = set()
-    todo = [n for n in start if n in library]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(c for c in callees(library[name]) if c in library)
-    return seen
 
 
 def host_only(node: Any) -> bool:

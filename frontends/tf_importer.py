@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,31 @@ def read_saved_model(path: str | os.PathLike):
     except OSError as error:
         raise FrontendError(f"'{pb}': cannot read: {error.strerror}") from None
     return proto
+
+
+def callees(function_def: Any) -> set[str]:
+    """Functions a FunctionDef calls directly (PartitionedCall's `f`, If/While branches, ...)."""
+    found = set()
+    for node in function_def.node_def:
+        for value in node.attr.values():
+            if value.HasField("func"):
+                found.add(value.func.name)
+            elif value.HasField("list"):
+                found.update(f.name for f in value.list.func)
+    return found
+
+
+def reachable(library: dict[str, Any], start: Iterable[str]) -> set[str]:
+    """The functions of `library` that `start` reaches through calls, `start` included."""
+    seen: set[str] = set()
+    todo = [n for n in start if n in library]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(c for c in callees(library[name]) if c in library)
+    return seen
 
 
 def _read_saved_model(path: Path):

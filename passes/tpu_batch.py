@@ -164,7 +164,7 @@ def _placed_within(model: Path, alias: str, placement: dict[str, str]) -> int | 
     or a function calling it, e.g. the serving signature placed by default), or None."""
     if not model.is_dir():
         return None
-    from mlconv.converter.placement import reachable, read_saved_model
+    from mlconv.frontends.tf_importer import reachable, read_saved_model
 
     meta = read_saved_model(model).meta_graphs[0]
     names = [n for n, a in meta.meta_info_def.function_aliases.items() if a == alias]

@@ -64,11 +64,11 @@ def randomize_batch_norm(model, rng: np.random.Generator, size: int) -> None:
 
 def converted_bf16(model, x: np.ndarray, folder) -> np.ndarray:
     """`model` saved as the seed saves a TPU function, through the converter's steps."""
-    from mlconv.api import load_model, lower_to_core
     from mlconv.backends.jax_backend import compile_module
     from mlconv.dialects import make_context
+    from mlconv.frontends.load import load_model
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
-    from mlconv.passes.pipelines import CoreToTpuPipeline, run_passes
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core, run_passes
     from mlconv.passes.tpu_bf16 import TpuBf16Pass
 
     class Module(tf.Module):
