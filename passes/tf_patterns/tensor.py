@@ -17,6 +17,7 @@ from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_tf as ctf
 from mlconv.passes.tf_patterns import lowering
+from mlconv.semantics.shapes import partial_value
 
 
 @lowering("Const")
@@ -52,8 +53,20 @@ def pad(op, b):
 
 @lowering("ConcatV2")
 def concat(op, b):
-    axis = int(b.static(b.input(op, 1), "the concat axis"))
+    axis = int(_shape_constant(b, b.input(op, 1), "the concat axis"))
     return [b(ct.ConcatOp, b.inputs(op, 0), axis=axis)]
+
+
+def _shape_constant(b, value, what: str):
+    """A constant, or a value computed from static dims only (tf.linspace's axis from a rank):
+    the same under two shape probes."""
+    array = b.constant(value)
+    if array is not None:
+        return array
+    first, second = partial_value(value, 23), partial_value(value, 29)
+    if first is None or second is None or not np.array_equal(first, second):
+        raise b.fail(f"{what} must be a constant")
+    return first
 
 
 @lowering("Pack")
@@ -147,7 +160,9 @@ def _bits(mask: int, count: int) -> list[int]:
 @lowering("StridedSlice")
 def strided_slice(op, b):
     begin = b.input(op, 1)
-    count = b.static(begin, "begin").size
+    count = begin.type.get_shape()[0] if b.rank(begin) == 1 else -1
+    if count < 0:
+        count = b.static(begin, "begin").size
     masks = {
         name: _bits(b.attr(op, name, 0), count)
         for name in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
@@ -237,8 +252,28 @@ def split(op, b):
 @lowering("SplitV")
 def split_v(op, b):
     lengths = b.input(op, 1)
+    if b.constant(lengths) is None:
+        return _computed_split(op, b, b.input(op, 0), lengths, b.input(op, 2))
     count = b.static(lengths, "size_splits").size
     return b(ci.VariadicSplitOp, b.input(op, 0), b.input(op, 2), lengths, results=count)
+
+
+def _computed_split(op, b, x, lengths, axis):
+    """SplitV with computed sizes (tf.signal.frame under a `None` length): each part a gather
+    of range(start, start + size) along the axis, as `_computed_slice` does for Slice."""
+    axis = int(b.static(axis, "the split axis").reshape(()))
+    dtype = _element(lengths)
+    start = b.const(np.zeros((), b.dtype(lengths)))
+    one = b.const(np.ones((), b.dtype(lengths)))
+    parts = []
+    for k in range(len(op.results)):
+        size = b(ct.GatherOp, lengths, b.ints(k), b.ints(0))
+        stop = b(ew.AddOp, start, size)
+        parts.append(
+            b(ct.GatherOp, x, b(ci.RangeOp, start, stop, one, output_type=dtype), b.ints(axis))
+        )
+        start = stop
+    return parts
 
 
 @lowering("ReverseV2")

@@ -199,6 +199,21 @@ def test_keras_preprocessing_model_export_matches(tmp_path):
         assert_matches(run(x), [np.asarray(model(x))], ["logits"])
 
 
+def test_keras_mel_spectrogram_matches(tmp_path):
+    """Keras MelSpectrogram: tf.signal.frame's SplitV with computed sizes, tf.linspace's
+    computed concat axis and strided-slice bounds, RFFT and its magnitude."""
+    inputs = keras.Input((128,))
+    mel = keras.layers.MelSpectrogram(
+        fft_length=32, sequence_stride=8, sequence_length=32, num_mel_bins=8
+    )
+    model = keras.Model(inputs, mel(inputs))
+    model.export(str(tmp_path / "mel"), format="tf_saved_model", verbose=False)
+    run = mlconv.compile(str(tmp_path / "mel"), quiet=True)
+    for batch in BATCHES:
+        x = np.random.default_rng(batch).standard_normal((batch, 128)).astype(np.float32)
+        assert_matches(run(x), [np.asarray(model(x))], ["mel"])
+
+
 # --------------------------------------------------------------------------- TFLite builtins (item 2)
 
 TFLITE_BUILTINS = {
