@@ -232,7 +232,7 @@ def main() -> None:
                         times[side].append(
                             timed(lambda fn=fn, path=path, inputs=inputs: fn(path, inputs))
                         )
-                chosen = [f.read_text() for f in Path(cache).rglob("*.json")]
+                chosen = [f.read_text() for f in Path(cache).glob("backend-choice/*.json")]
                 ran = json.loads(chosen[0])["backend"] if chosen else "?"
             wall = {k: statistics.median(t[0] for t in v) for k, v in times.items()}
             cpu = {k: statistics.median(t[1] for t in v) for k, v in times.items()}
