@@ -95,7 +95,7 @@ def float32_artifact(saved_model, tmp_path_factory):
 
 
 def test_host_part_is_converted_and_runs_whole(saved_model, float32_artifact):
-    tf, _, folder = saved_model
+    tf, module, folder = saved_model
     out, manifest = float32_artifact
     entry = manifest["signatures"]["serving_default"]
     assert entry["runtime"] == "jax" and entry["bfloat16"] is False
@@ -115,6 +115,7 @@ def test_host_part_is_converted_and_runs_whole(saved_model, float32_artifact):
     # the artifact's own call still runs the TPU function alone
     (logits,) = mlconv.load(out)(x)
     assert logits.shape == (SHAPE[0], 5)
+    np.testing.assert_allclose(logits, module.tpu_func(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_host_part_runs_without_tensorflow(saved_model, float32_artifact, tmp_path):
@@ -174,9 +175,10 @@ def test_host_only_op_keeps_the_signature_in_tensorflow(saved_model, float32_art
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_mlconv_run_names_an_unknown_signature(float32_artifact, tmp_path):
+def test_mlconv_run_names_an_unknown_signature(saved_model, float32_artifact, tmp_path):
     from mlconv.tools import mlconv_run
 
+    _, module, _ = saved_model
     out, manifest = float32_artifact
     np.savez(tmp_path / "in.npz", x=inputs(6))
     argv = [str(out), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "o.npz")]
@@ -184,7 +186,9 @@ def test_mlconv_run_names_an_unknown_signature(float32_artifact, tmp_path):
     # '-': the TPU functions alone, as before the host part
     assert mlconv_run.main([*argv, "--signature", "-"]) == 0
     (name,) = [o["name"] for o in manifest["outputs"]]
-    assert np.load(tmp_path / "o.npz")[name].shape == (SHAPE[0], 5)
+    got = np.load(tmp_path / "o.npz")[name]
+    assert got.shape == (SHAPE[0], 5)
+    np.testing.assert_allclose(got, module.tpu_func(inputs(6)).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def relative(got: np.ndarray, expected: np.ndarray) -> float:

@@ -256,3 +256,76 @@ def test_torchvision_fusions(exported, name: str, fused: dict[str, int]) -> None
     assert {op: counts[op] for op in fused} == fused
     # Counts only: test_exporters_torch compiles the same export (core-fuse included) and
     # compares with PyTorch; the numerics of each fusion are the lit cases' above.
+
+
+def _small_variance_batch_norms():
+    """Conv -> BN, depthwise Conv -> BN and MatMul + bias -> BN, each BN with variances of
+    1e-4..3e-4 and epsilon 1e-3 (epsilon dominates the scale), seeded random weights."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(31)
+
+    def array(name, shape, low=-1.0, high=1.0):
+        return numpy_helper.from_array(rng.uniform(low, high, shape).astype(np.float32), name)
+
+    inits = [array("w", (4, 3, 3, 3)), array("wd", (4, 1, 3, 3)), array("wm", (4, 5))]
+    inits += [array("bm", (5,))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Conv", ["c1", "wd"], ["d"], group=4, name="depthwise"),
+        helper.make_node("GlobalAveragePool", ["d1"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("MatMul", ["f", "wm"], ["m"], name="fc"),
+        helper.make_node("Add", ["m", "bm"], ["mb"], name="bias"),
+    ]
+    for data, out, channels, name in (("c", "c1", 4, "bn1"), ("d", "d1", 4, "bn2"), ("mb", "y", 5, "bn3")):  # fmt: skip
+        inits += [
+            array(f"{name}_gamma", (channels,), 0.5, 1.5),
+            array(f"{name}_beta", (channels,), -0.5, 0.5),
+            array(f"{name}_mean", (channels,), -0.2, 0.2),
+            array(f"{name}_var", (channels,), 1e-4, 3e-4),
+        ]
+        nodes.append(
+            helper.make_node(
+                "BatchNormalization",
+                [data, *(f"{name}_{k}" for k in ("gamma", "beta", "mean", "var"))],
+                [out],
+                epsilon=1e-3,
+                name=name,
+            )
+        )
+    graph = helper.make_graph(
+        nodes,
+        "bn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+
+
+def test_batch_norm_folds_keep_epsilon_with_small_variances() -> None:
+    """Issue 31: dropping BatchNorm's epsilon when folding it passed every test (variances of
+    0.5-1.5 hide an epsilon of 1e-5 under rtol 1e-5). With variances of 1e-4 and epsilon 1e-3
+    every fold (convolution, depthwise convolution, biased MatMul) is checked after core-fuse
+    against onnxruntime on the ONNX model."""
+    import numpy as np
+    import onnxruntime
+
+    from mlconv.frontends.onnx_importer import import_onnx
+
+    model = _small_variance_batch_norms()
+    before = numerics.apply_passes(
+        import_onnx(model), f"onnx-normalize,onnx-decompose,onnx-to-core,{BEFORE_FUSE}"
+    )
+    assert op_counts(before)["core.BatchNormInference"] == 3
+    after = numerics.apply_passes(before, "core-fuse")
+    assert not op_counts(after)["core.BatchNormInference"]
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    for seed in (1, 2):
+        x = np.random.default_rng(seed).standard_normal((2, 3, 6, 6)).astype(np.float32)
+        expected = session.run(None, {"x": x})
+        numerics.assert_scaled_close(numerics.interpret(after, [x]), expected, RTOL, "BN folds")

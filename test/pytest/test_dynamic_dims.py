@@ -50,7 +50,7 @@ def _run_twice(path, inputs_per_batch, references) -> None:
         for got, want in zip(outputs, expected, strict=True):
             _close(got, want)
     # One conversion, one program per shape signature.
-    assert getattr(run, "cached", 2) == 2
+    assert run.cached == 2
 
 
 # --- Keras: SavedModel, tf2onnx, .tflite with a `None` batch --------------------------------------
