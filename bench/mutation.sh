@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Mutation score per product module (issue 31), with cosmic-ray.
+#
+#   bench/mutation.sh [MODULE ...]        # default: every module in the table below
+#   SAMPLE=20 BUDGET=600 TIMEOUT=120 bench/mutation.sh batcher check_numerics
+#   TESTS_FROM=<commit> bench/mutation.sh batcher   # the same mutants against older tests
+#   AT=<commit> ...                                  # mutate that commit instead of HEAD (files
+#                                                    # moved since TESTS_FROM: pick AT before the move)
+#   PYTEST_ARGS="-k expr" bench/mutation.sh batcher  # extra pytest arguments (a subset of tests)
+#
+# cosmic-ray mutates the module's file on disk and runs a test command per mutant, so it works
+# with mlconv's layout (the repository root is the package `mlconv`): everything runs in a
+# scratch copy of HEAD (git worktree, detached) reached through PYTHONPATH=<dir>/mlconv -> copy,
+# never in your checkout. Per module: `cosmic-ray init`, then a random SAMPLE of its mutants
+# (seeded by SEED; the rest marked skipped in the session) run within BUDGET seconds in all and
+# TIMEOUT seconds each; the score is killed / (killed + survived) of the mutants that ran, from
+# the session's own results (`cr-report` is printed too). Surviving mutants' diffs are written
+# to $OUT/<module>.survivors.txt for review (equivalent ones are listed in the issue note).
+set -euo pipefail
+ROOT=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+PY=${PY:-python}
+SAMPLE=${SAMPLE:-12}
+SEED=${SEED:-31}
+BUDGET=${BUDGET:-600}
+TIMEOUT=${TIMEOUT:-120}
+OUT=${OUT:-$ROOT/bench/mutation-out}
+PYTEST="$PY -m pytest -q -x -p no:cacheprovider ${PYTEST_ARGS:-}"
+
+# module name | file (relative to the root) | tests that cover it
+declare -A FILE TESTS
+add() { FILE[$1]=$2; TESTS[$1]=$3; }
+add batcher          converter/batcher.py                   "test/pytest/test_batching.py"
+add serving          converter/serving.py                   "test/pytest/test_serving_limits.py"
+add artifact         converter/artifact.py                  "test/pytest/test_artifact_trust.py test/pytest/test_artifact_host_part.py"
+add sharding         converter/sharding.py                  "test/pytest/test_sharding.py"
+add openvino_ir      backends/openvino_ir.py               "test/pytest/test_openvino_ir.py test/pytest/test_openvino_ir_trust.py"
+add openvino_layers  backends/openvino_layers.py           "test/pytest/test_openvino_ir.py test/pytest/test_openvino_oracle.py"
+add core_quantize    passes/core_quantize.py               "test/pytest/test_quantization.py"
+add tpu_quantize     passes/tpu_quantize.py                "test/pytest/test_quantization.py"
+add core_fusions     passes/core_fusions/linear.py         "test/pytest/test_core_fusions.py"
+add check_numerics   interpreters/check_numerics.py               "test/pytest/test_check_numerics.py"
+add compare_source   verify/compare_source.py               "test/pytest/test_compare_source.py"
+add converter_options converter/options.py           "test/pytest/test_options_trust.py test/pytest/test_mlconv_convert.py"
+MODULES=("$@")
+[ ${#MODULES[@]} -eq 0 ] && MODULES=(batcher serving artifact sharding openvino_ir openvino_layers core_quantize tpu_quantize core_fusions check_numerics compare_source converter_options)
+
+SCRATCH=$(mktemp -d /tmp/mlconv-mutation.XXXXXX)
+git -C "$ROOT" worktree add -q --detach "$SCRATCH/mlconv" "${AT:-HEAD}"
+trap 'git -C "$ROOT" worktree remove --force "$SCRATCH/mlconv"; rm -rf "$SCRATCH"' EXIT
+if [ -n "${TESTS_FROM:-}" ]; then  # older tests, same product code
+  git -C "$SCRATCH/mlconv" checkout -q "$TESTS_FROM" -- test/pytest
+fi
+export PYTHONPATH=$SCRATCH
+mkdir -p "$OUT"
+cd "$SCRATCH/mlconv"
+
+for m in "${MODULES[@]}"; do
+  f=${FILE[$m]:?unknown module $m}
+  [ -f "$f" ] || { echo "$m: $f not found (moved?)"; continue; }
+  cfg=$SCRATCH/$m.toml db=$SCRATCH/$m.sqlite
+  cat > "$cfg" <<TOML
+[cosmic-ray]
+module-path = "$f"
+timeout = $TIMEOUT
+excluded-modules = []
+test-command = "$PYTEST ${TESTS[$m]}"
+[cosmic-ray.distributor]
+name = "local"
+TOML
+  cosmic-ray init "$cfg" "$db" >/dev/null
+  # keep a seeded random sample of the mutants; the others are marked skipped
+  $PY - "$db" "$SAMPLE" "$SEED" <<'PYEOF'
+import random, sys
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import WorkResult, WorkerOutcome
+db_path, sample, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with use_db(db_path, WorkDB.Mode.open) as db:
+    items = sorted(db.work_items, key=lambda i: i.job_id)
+    keep = {i.job_id for i in random.Random(seed).sample(items, min(sample, len(items)))}
+    for item in items:
+        if item.job_id not in keep:
+            db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+    print(f"{len(items)} mutants, {len(keep)} sampled")
+PYEOF
+  start=$(date +%s)
+  timeout "$BUDGET" cosmic-ray exec "$cfg" "$db" >/dev/null 2>&1 || true
+  git checkout -q -- "$f"  # a mutant cut off by the budget leaves its mutation on disk
+  $PY - "$db" "$m" "$(( $(date +%s) - start ))" "$OUT" <<'PYEOF'
+import sys
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+db_path, name, seconds, out = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+killed = survived = other = 0
+survivors = []
+with use_db(db_path, WorkDB.Mode.open) as db:
+    total = db.num_work_items
+    for job_id, result in db.results:
+        if result.worker_outcome == WorkerOutcome.SKIPPED:
+            continue
+        if result.test_outcome == TestOutcome.KILLED:
+            killed += 1
+        elif result.test_outcome == TestOutcome.SURVIVED:
+            survived += 1
+            survivors.append(f"--- job {job_id}\n{result.diff}")
+        else:
+            other += 1
+    pending = sum(1 for _ in db.pending_work_items)
+ran = killed + survived
+score = f"{100 * killed / ran:.0f}%" if ran else "n/a"
+print(f"{name}: score {score} ({killed} killed, {survived} survived of {ran} run; "
+      f"{other} incompetent/timeout, {pending} of the sample not reached; {total} mutants in all; {seconds} s)")
+open(f"{out}/{name}.survivors.txt", "w").write("\n".join(survivors))
+PYEOF
+done
