@@ -29,6 +29,11 @@ bounded thread pool in place of its thread per connection: the work per request 
 batcher's, which already runs on its own threads, so an ASGI server's event loop would add a
 dependency without serving more requests; what was missing were the bounds, added here.
 
+The Open Inference Protocol (KServe v2: `/v2/health/ready`, `/v2/models/NAME`,
+`/v2/models/NAME/infer` with JSON or binary tensors, as `tritonclient[http]` speaks it) is
+served beside this API on the same port, through the same body bounds, parser checks and
+batcher: backends/open_inference.py. The `/v1` JSON/npz API stays (existing callers; npz).
+
 The line `mlconv-run: serving OUTDIR at http://HOST:PORT` on stderr says it is ready (with
 `--port 0`, the port the system chose).
 """
@@ -38,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import signal
 import socket
 import sys
@@ -50,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from mlconv.backends import open_inference as oip
 from mlconv.backends.http_request import (
     NPZ,
     RequestError,
@@ -94,12 +101,27 @@ def _specs(model: Any) -> list[InputSpec]:
 
 
 def make_handler(
-    model: Any, limits: RequestLimits | None = None, server_limits: ServerLimits | None = None
+    model: Any,
+    limits: RequestLimits | None = None,
+    server_limits: ServerLimits | None = None,
+    name: str = "model",
 ) -> type[BaseHTTPRequestHandler]:
     limits = limits or RequestLimits.for_model(model.manifest)
     server_limits = server_limits or ServerLimits()
     specs = _specs(model)  # shapes are checked by the model's own call (InputError: 422)
     described = json.dumps(describe(model, limits)).encode()
+    try:  # the Open Inference Protocol's metadata names each output's datatype and shape
+        outputs = oip.probe_outputs(model)
+    except Exception:  # noqa: BLE001 - a model zeros cannot run: outputs by name alone
+        outputs = [{"name": n} for n in model.output_names]
+    v2_metadata = json.dumps(oip.metadata(model, name, outputs)).encode()
+    v2_server = json.dumps(
+        {
+            "name": "mlconv",
+            "version": __import__("mlconv").__version__,
+            "extensions": ["binary_tensor_data"],
+        }
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -138,12 +160,25 @@ def make_handler(
             self._send(status, json.dumps(value).encode(), "application/json")
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if self.path.rstrip("/") == "/v1/model":
+            if self.path.startswith("/v2"):
+                what, known = oip.route(self.path, name)
+                if not known or what == "infer":
+                    self._json(404, {"error": f"no such model or endpoint {self.path[:200]!a}"})
+                elif what in ("live", "ready", "model_ready"):
+                    self._send(200, b"", "application/json")
+                else:
+                    self._send(
+                        200, v2_metadata if what == "model" else v2_server, "application/json"
+                    )
+            elif self.path.rstrip("/") == "/v1/model":
                 self._send(200, described, "application/json")
             else:
                 self._json(404, {"error": f"no such endpoint {self.path[:200]} (GET /v1/model)"})
 
         def do_POST(self) -> None:  # noqa: N802
+            if self.path.startswith("/v2"):
+                self._infer_v2()
+                return
             if self.path.rstrip("/") != "/v1/predict":
                 self.close_connection = True  # its body is not read
                 self._json(404, {"error": f"no such endpoint {self.path[:200]} (POST /v1/predict)"})
@@ -180,6 +215,55 @@ def make_handler(
                 self._json(
                     200, {"outputs": {n: o.tolist() for n, o in zip(names, outputs, strict=True)}}
                 )
+
+        def _infer_v2(self) -> None:
+            """POST /v2/models/NAME/infer (backends/open_inference.py): the same body bounds,
+            parsing and batcher as /v1/predict; errors are the protocol's, 422 answered 400."""
+            what, known = oip.route(self.path, name)
+            if not known or what != "infer":
+                self.close_connection = True  # its body is not read
+                self._json(404, {"error": f"no such model or endpoint {self.path[:200]!a}"})
+                return
+            try:
+                if (self.headers.get("Content-Encoding") or "identity").strip() != "identity":
+                    self.close_connection = True
+                    raise RequestError(400, "compressed requests are not accepted")
+                body = self._body()
+                self.server.unwatch(self.connection)
+                arrays, request = oip.parse_infer(
+                    body, self.headers.get(oip.HEADER_LENGTH), specs, limits
+                )
+                outputs = model(**arrays)
+                answer, header = oip.infer_response(request, name, model.output_names, outputs)
+            except RequestError as error:
+                self._json(400 if error.status == 422 else error.status, {"error": error.message})
+                return
+            except QueueFullError as error:
+                self._json(503, {"error": error.message})
+                return
+            except RequestTooLargeError as error:
+                self._json(413, {"error": error.message})
+                return
+            except InputError as error:
+                self._json(400, {"error": error.message.splitlines()[0]})
+                return
+            except MlconvError as error:
+                self._json(500, {"error": error.message.splitlines()[0]})
+                return
+            except Exception as error:  # noqa: BLE001 - a bug: one line to the caller
+                self._json(500, {"error": f"{type(error).__name__}: {str(error)[:200]}"})
+                return
+            if header is None:
+                self._send(200, answer, "application/json")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header(oip.HEADER_LENGTH, str(header))
+            self.send_header("Content-Length", str(len(answer)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(answer)
 
         def _body(self) -> bytes:
             """The body, Content-Length bytes of it, read within the timeouts."""
@@ -285,6 +369,16 @@ class ServingHTTPServer(HTTPServer):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _model_name(outdir: str) -> str:
+    """The Open Inference Protocol's model name: the artifact folder's own name, or "model"."""
+    import os
+
+    base = os.path.basename(os.path.normpath(outdir))
+    return (
+        base if re.fullmatch(r"[A-Za-z0-9._-]{1,64}", base) and base not in (".", "..") else "model"
+    )
+
+
 def serve(
     model: Any,
     outdir: str,
@@ -293,12 +387,15 @@ def serve(
     *,
     max_body_bytes: int | None = None,
     server_limits: ServerLimits | None = None,
+    name: str | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status."""
     limits = RequestLimits.for_model(model.manifest, max_body_bytes)
     server_limits = server_limits or ServerLimits()
     server = ServingHTTPServer(
-        (host, port), make_handler(model, limits, server_limits), server_limits
+        (host, port),
+        make_handler(model, limits, server_limits, name or _model_name(outdir)),
+        server_limits,
     )
     stop = threading.Event()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -101,6 +102,11 @@ def make_parser() -> ToolArgumentParser:
         "--max-body-bytes", type=int, default=None, metavar="N",
         help="with --serve: the largest request body (default: a few times the largest valid "
         "request, at least 1 MiB)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--model-name", default=None, metavar="NAME",
+        help="with --serve: the model's name in the Open Inference Protocol's /v2/models/NAME "
+        "(default: the artifact folder's name)",
     )  # fmt: skip
     parser.add_argument(
         "--max-connections", type=int, default=64, metavar="N",
@@ -460,6 +466,8 @@ def _serve(args: Any) -> int:
         raise OptionError("--max-body-bytes must be positive")
     if args.max_connections <= 0 or args.read_timeout <= 0:
         raise OptionError("--max-connections and --read-timeout must be positive")
+    if args.model_name is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", args.model_name):
+        raise OptionError("--model-name: 1 to 64 letters, digits, '.', '_' or '-'")
     limits = ServerLimits(
         read_timeout=args.read_timeout,
         request_timeout=3 * args.read_timeout,
@@ -472,6 +480,7 @@ def _serve(args: Any) -> int:
         args.port,
         max_body_bytes=args.max_body_bytes,
         server_limits=limits,
+        name=args.model_name,
     )
 
 
