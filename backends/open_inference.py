@@ -1,6 +1,6 @@
 """The Open Inference Protocol (KServe v2, as Triton, KServe, MLServer and OpenVINO Model Server
 speak it) on `mlconv-run OUTDIR --serve`, beside the server's own `/v1` JSON/npz API
-(backends/serving.py routes `/v2/...` here).
+(converter/serving.py routes `/v2/...` here).
 
     GET  /v2/health/live, /v2/health/ready          200 (empty body) once the artifact is loaded
     GET  /v2                                        server metadata (name, version, extensions)
