@@ -402,15 +402,41 @@ def output_names(module: ModuleOp) -> list[str]:
     return value_names(main.res_attrs, len(main.function_type.outputs.data), "output")
 
 
+def _copy_calibration(source: ModuleOp, target: ModuleOp) -> None:
+    """The calibration attributes of `source`'s quantizable ops onto `target`'s (the same
+    model at other shapes: the same ops in the same order)."""
+    from mlconv.passes.core_quantize import CHANNEL_MEANS_ATTR, RANGE_ATTR
+    from mlconv.passes.core_smooth_activations import CHANNEL_RANGES_ATTR
+
+    ours, theirs = quantizable_ops(source), quantizable_ops(target)
+    if [o.name for o in ours] != [o.name for o in theirs]:
+        raise OptionError(
+            "quantization_options: the model's quantizable ops differ between input sizes; "
+            "give --input-shapes"
+        )
+    for op, other in zip(ours, theirs, strict=True):
+        for name in (RANGE_ATTR, CHANNEL_RANGES_ATTR, CHANNEL_MEANS_ATTR):
+            if name in op.attributes:
+                other.attributes[name] = op.attributes[name]
+
+
 def quantize_for_tpu(
-    module: ModuleOp, quantization, device: str = "cpu", calibration_method: str = "minmax"
+    module: ModuleOp,
+    quantization,
+    device: str = "cpu",
+    calibration_method: str = "minmax",
+    calibrate_on: ModuleOp | None = None,
 ) -> QuantizationReport:
     """The converter's quantization step on a core module with static shapes: fold and fuse,
     calibrate (static range, and dynamic range given a dataset), core-smooth-activations (unless
     `disable_activation_smoothing`; static and dynamic range given a dataset), core-quantize
     (the input layers' activations float unless `quantize_input_layers`), core-to-tpu,
     tpu-quantize; then, when a dataset is given, the quantized model against
-    float on it (compiled for `device`)."""
+    float on it (compiled for `device`). `calibrate_on` is the same core model at other static
+    input shapes (a dynamic model's probe sizes, backends/symbolic.py, are calibrated on it at
+    one row per call, every sample's rows alike, so that every probe gets the same ranges): the
+    dataset runs through it and its quantizable ops' calibration is copied onto `module`'s;
+    the report's float-against-quantized comparison is then left out."""
     from mlconv.converter.options import quantization_method
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_fuse import CoreFusePass
@@ -423,6 +449,10 @@ def quantize_for_tpu(
     method = quantization_method(quantization)
     mode = MODES[method]
     run_passes([CoreFoldConstantsPass(static_shape=True), CoreFusePass()], module)
+    target = module
+    if calibrate_on is not None:
+        run_passes([CoreFoldConstantsPass(static_shape=True), CoreFusePass()], calibrate_on)
+        target = calibrate_on
     calls: list[list[np.ndarray]] = []
     keys = list(quantization.signature_keys) or ["serving_default"]
     datasets = quantization.representative_datasets
@@ -431,7 +461,7 @@ def quantize_for_tpu(
         dataset = next(iter(datasets.values()))
     if dataset is not None:
         path = getattr(dataset, dataset.WhichOneof("dataset_file"))
-        calls = load_representative_dataset(path, *model_inputs(module))
+        calls = load_representative_dataset(path, *model_inputs(target))
         if quantization.num_calibration_samples:
             calls = calls[: quantization.num_calibration_samples]
     reference = None
@@ -440,10 +470,13 @@ def quantize_for_tpu(
     calibrated = mode == "static" or smooth or correct
     if calibrated:
         reference = calibrate(
-            module, calls, device, calibration_method, channel_ranges=smooth, channel_means=correct
+            target, calls, device, calibration_method, channel_ranges=smooth, channel_means=correct
         )
     elif calls:
-        reference, *_ = _run_float(module, calls, device, probe=False)
+        reference, *_ = _run_float(target, calls, device, probe=False)
+    if calibrate_on is not None:
+        _copy_calibration(calibrate_on, module)
+        reference = None
     float_inputs = mode != "weight-only" and not quantization.quantize_input_layers
     float_layers = (
         sum(reads_model_input(op) for op in quantizable_ops(module)) if float_inputs else 0

@@ -296,10 +296,23 @@ def convert(
             from mlconv.converter.calibration import quantize_for_tpu
             from mlconv.passes.pipelines import target_passes
 
+            calibrate_on = None
+            if probe is not None:  # calibrated at one row per call, alike at every probe
+                calibrate_on = to_core(index, frontend, label)
+                main = find_main(calibrate_on)
+                dynamic = [a.type.get_shape()[0] < 0 for a in main.body.block.args]
+                one_row = ";".join(
+                    f"{input_name(main, i)}:"
+                    + ",".join(str(d) for d in [1 if dynamic[i] else dims[0], *dims[1:]])
+                    for i, dims in enumerate(probe)
+                )
+                CoreInferShapesPass(input_shapes=one_row).apply(make_context(), calibrate_on)
             quantized.append(
                 phases.run(
                     f"quantize (core-quantize, tpu-quantize){label}",
-                    lambda: quantize_for_tpu(module, settings.quantization),
+                    lambda: quantize_for_tpu(
+                        module, settings.quantization, calibrate_on=calibrate_on
+                    ),
                 )
             )
             phases.run(
@@ -363,10 +376,10 @@ def convert(
             flat, [n for i in range(len(frontends)) for n in _input_names(cores[i])]
         )
         probes = symbols.probes()
-        if settings.quantization is not None:
+        if settings.quantization is not None and set(symbols.names) != {"b"}:
             raise OptionError(
-                "quantization_options: the model has dynamic dimensions; quantization needs "
-                "static input shapes here: give --input-shapes"
+                "quantization_options: the model has dynamic dimensions other than the batch; "
+                "quantization needs static input shapes there: give --input-shapes"
             )
         if mesh is not None:
             raise OptionError(

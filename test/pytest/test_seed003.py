@@ -491,3 +491,67 @@ def test_dynamic_batch_onnx_cnn_compiles_once_per_shape(tmp_path):
         (want,) = session.run(None, {"x": x})
         (y,) = served(x=tf.constant(x)).values()
         assert np.abs(y.numpy() - want).max() <= 2e-2 * np.abs(want).max()
+
+
+QUANTIZATION = """ \\
+    tpu_functions { \\
+      function_alias: "tpu_func" \\
+    } \\
+    external_feature_configs { \\
+      quantization_options { \\
+        signature_keys: "serving_default" \\
+        representative_datasets: { \\
+          key: "serving_default" \\
+          value: { \\
+            tfrecord_file_path: "${TF_RECORD_FILE}" \\
+          } \\
+        } \\
+      } \\
+    } """
+
+
+def test_quantization_with_the_seeds_dataset(tmp_path):
+    """The seed's quantization text (its shell line continuations kept) with a dataset saved
+    as the seed saves it (256 samples of x: 3x3), on a None-batch tpu_func over 3 features:
+    static-range quantized, symbolic in the batch, served at 1, 3 and 11 rows."""
+    model_dir = tmp_path / "model"
+    w = _weights(5, (3, 4))
+
+    class ToyModel(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(w)
+
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 3], dtype=tf.float32)])
+        def tpu_func(self, x):
+            return tf.nn.relu(tf.matmul(x, self.w))
+
+    model = ToyModel()
+    tf.saved_model.save(
+        model,
+        str(model_dir),
+        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": model.tpu_func}),
+    )
+    dataset_path = str(tmp_path / "representative_dataset_path")
+    tf.random.set_seed(0)
+    representative_dataset = [{"x": tf.random.uniform(shape=(3, 3))} for _ in range(256)]
+    tf.quantization.experimental.TfRecordRepresentativeDatasetSaver(
+        path_map={"serving_default": dataset_path}
+    ).save({"serving_default": representative_dataset})
+    out = tmp_path / "out"
+    text = QUANTIZATION.replace("${TF_RECORD_FILE}", dataset_path)  # what the shell meant
+    manifest = convert(str(model_dir), str(out), text)
+    assert manifest["symbolic_dims"]["symbols"] == {"b": [{"input": "x", "axis": 0}]}
+    assert manifest["quantization"]
+    rng = np.random.default_rng(9)
+    loaded = mlconv.load(out)
+    saved_model = tf.saved_model.load(str(out / "saved_model"))
+    for rows in ROWS:
+        x = rng.uniform(0, 1, (rows, 3)).astype(np.float32)
+        (want,) = source_outputs(model_dir, x).values()
+        (ours,) = loaded.signatures["serving_default"](x=x).values()
+        (served,) = saved_model.signatures["serving_default"](x=tf.constant(x)).values()
+        for got in (ours, served.numpy()):
+            assert got.shape == want.shape
+            # int8 quantization: within a few steps of the output range
+            assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()
