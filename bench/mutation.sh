@@ -55,7 +55,7 @@ mkdir -p "$OUT"
 cd "$SCRATCH/mlconv"
 
 for m in "${MODULES[@]}"; do
-  f=${FILE[$m]:?unknown module $m}
+  f=${MODULE_FILE:-${FILE[$m]:?unknown module $m}}  # MODULE_FILE: the path at AT, if moved since
   [ -f "$f" ] || { echo "$m: $f not found (moved?)"; continue; }
   cfg=$SCRATCH/$m.toml db=$SCRATCH/$m.sqlite
   cat > "$cfg" <<TOML
@@ -63,7 +63,7 @@ for m in "${MODULES[@]}"; do
 module-path = "$f"
 timeout = $TIMEOUT
 excluded-modules = []
-test-command = "$PYTEST ${TESTS[$m]}"
+test-command = '$PYTEST ${TESTS[$m]}'  # a TOML literal string: PYTEST_ARGS may hold double quotes
 [cosmic-ray.distributor]
 name = "local"
 TOML
@@ -75,7 +75,12 @@ from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import WorkResult, WorkerOutcome
 db_path, sample, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with use_db(db_path, WorkDB.Mode.open) as db:
-    items = sorted(db.work_items, key=lambda i: i.job_id)
+    # job ids are random: order by the mutation itself, so the same SEED samples the same
+    # mutants in another session (TESTS_FROM) and across a move of the file
+    items = sorted(
+        db.work_items,
+        key=lambda i: [(m.operator_name, m.occurrence, tuple(m.start_pos)) for m in i.mutations],
+    )
     keep = {i.job_id for i in random.Random(seed).sample(items, min(sample, len(items)))}
     for item in items:
         if item.job_id not in keep:
