@@ -18,6 +18,7 @@ from mlconv.semantics.tracing import (
     abstract,
     bound_semantics,
     evaluate_with,
+    probe_size,
     trace_bound,
 )
 
@@ -56,8 +57,41 @@ def infer_result_types(op: CoreOp) -> list[TensorType] | None:
             continue
         if results is not None and op.name == "core.Reshape":
             results = _unproven_reshape_dims(op, results)
+        if results is not None and missing and probes is _PROBE_SIZES:
+            results = _staggered(op, missing, results)
         return results
     return _rank_only(op) if missing else None
+
+
+# Different stand-in sizes per dim position (a batch, a height and a width of their own), far
+# from the first probes (a size rounded up to a multiple of 32 is 32 for both 23 and 29).
+_STAGGERED_PROBE = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049)
+
+
+def _staggered(
+    op: CoreOp, missing: list[tuple[str, SSAValue]], results: list[TensorType]
+) -> list[TensorType]:
+    """`results` with `?` where a static dim holds only because the probes gave every dynamic
+    dim one size: a shape computed from the dims (torchvision's resize to min_size over
+    min(H, W)) comes out static for a square probe image. A probe with a size per position
+    that the semantics accept must give the same static dims; where it does not apply (dims
+    that must agree), the results stand."""
+    try:
+        staggered = _infer_with(op, (_STAGGERED_PROBE,), missing)
+    except _ProbeFailed:
+        return results
+    if staggered is None or len(staggered) != len(results):
+        return results
+    fixed = []
+    for result, other in zip(results, staggered, strict=True):
+        a, b = result.get_shape(), other.get_shape()
+        if len(a) != len(b):
+            return results
+        dims = tuple(d if d < 0 or d == e else DYNAMIC_INDEX for d, e in zip(a, b, strict=True))
+        fixed.append(
+            result if dims == tuple(a) else shared_tensor_type(result.get_element_type(), dims)
+        )
+    return fixed
 
 
 def _unproven_reshape_dims(op: CoreOp, results: list[TensorType]) -> list[TensorType]:
@@ -176,7 +210,7 @@ def partial_value(value: SSAValue, probe: int, _depth: int = 0) -> np.ndarray | 
         source = owner.operands[0].type
         if not isinstance(source, TensorType):
             return None
-        dims = [probe if d < 0 else d for d in source.get_shape()]
+        dims = [probe_size(probe, i) if d < 0 else d for i, d in enumerate(source.get_shape())]
         return np.asarray(dims, dtype=numpy_dtype(value.type.get_element_type()))
     t = value.type
     if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):

@@ -21,10 +21,18 @@ from mlconv.semantics.binding import StaticOperandMissing, array_key, bound_sema
 from mlconv.semantics.jaxpr_numpy import evaluate_jaxpr
 
 
-def abstract(tensor: Attribute, probe: int | None = None) -> jax.ShapeDtypeStruct:
-    """A tensor type as a jax.ShapeDtypeStruct, dynamic dims of size `probe`."""
-    shape = tuple(probe if d < 0 else d for d in tensor.get_shape())
+def abstract(tensor: Attribute, probe: int | tuple[int, ...] | None = None) -> jax.ShapeDtypeStruct:
+    """A tensor type as a jax.ShapeDtypeStruct, dynamic dims of size `probe` (a tuple: the
+    size for each dim position)."""
+    shape = tuple(probe_size(probe, i) if d < 0 else d for i, d in enumerate(tensor.get_shape()))
     return jax.ShapeDtypeStruct(shape, numpy_dtype(tensor.get_element_type()))
+
+
+def probe_size(probe: int | tuple[int, ...] | None, position: int) -> int | None:
+    """The stand-in size of a dynamic dim at `position` under `probe`."""
+    if isinstance(probe, tuple):
+        return probe[position % len(probe)]
+    return probe
 
 
 def trace_bound(

@@ -127,3 +127,27 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
     func.return %r : tensor<*xf32>
   }
 }
+
+// -----
+
+// A size computed from two different dynamic dims (W - H + 8) is 8 when the probes give every
+// dynamic dim one size; a probe with a size per position shows that it moves, so it stays `?`
+// (torchvision's detection transform resizes by min_size / min(H, W) and pads to a multiple of
+// 32 this way).
+// CHECK-LABEL: func.func @size_from_two_dims
+// CHECK:         "core.Broadcast"({{.*}}) {{.*}} -> tensor<?xf32>
+
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @size_from_two_dims(%x: tensor<1x?x?xf32>) -> tensor<*xf32> {
+    %s = "onnx.Shape"(%x) : (tensor<1x?x?xf32>) -> tensor<3xi64>
+    %i1 = "onnx.Constant"() {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+    %i2 = "onnx.Constant"() {value = dense<[2]> : tensor<1xi64>} : () -> tensor<1xi64>
+    %h = "onnx.Gather"(%s, %i1) {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %w = "onnx.Gather"(%s, %i2) {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %d = "onnx.Sub"(%w, %h) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %eight = "onnx.Constant"() {value = dense<[8]> : tensor<1xi64>} : () -> tensor<1xi64>
+    %n = "onnx.Add"(%d, %eight) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %y = "onnx.ConstantOfShape"(%n) {value = dense<1.0> : tensor<1xf32>} : (tensor<1xi64>) -> tensor<*xf32>
+    func.return %y : tensor<*xf32>
+  }
+}
