@@ -8,7 +8,8 @@ compared with Keras at batch 2 (max |diff| <= 1e-4 * max |reference|).
 
     python -m mlconv.tools.gen_tf_coverage [-o docs/tf-coverage.md] [-k NAME_SUBSTRING]
 
-It takes a few minutes (TensorFlow exports every model).
+It takes a few minutes (TensorFlow exports every model). The backbones need keras_hub:
+`pip install 'mlconv[tf,census]'` (without it only the Keras layers are counted).
 """
 
 from __future__ import annotations
