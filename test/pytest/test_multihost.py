@@ -1,0 +1,110 @@
+"""One sharded artifact over two JAX processes (issue 32): `mlconv.load(OUTDIR)` under
+`jax.distributed`, 2 processes x 4 forced CPU devices with gloo collectives, against the same
+artifact in one process with 8 devices; and a peer that exits makes the other's next call
+fail at once, not hang (~85 s wall on the loaded 2-core machine, ~28 s CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")  # the topology is a TensorFlow TopologyProto
+
+CONVERT = """
+import numpy as np, onnx, mlconv
+from test_sharding import cnn_model, X_SHAPE, DF_2X2
+from test_mlconv_convert import sharding_options
+from mlconv.tools.mlconv_convert import convert
+onnx.save(cnn_model(), "m.onnx")
+convert("m.onnx", "sharded", sharding_options(8, [2, 2, 1, 2], DF_2X2), quiet=True)
+x = np.random.default_rng(22).standard_normal(X_SHAPE).astype(np.float32)
+np.save("x.npy", x)
+np.save("y1.npy", mlconv.load("sharded")(x)[0])
+"""
+
+PROCESS = """
+import json, os, sys, time, numpy as np, jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+pid, port, kill = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=pid,
+                           initialization_timeout=120, heartbeat_timeout_seconds=10)
+import mlconv
+x = np.load("x.npy")
+model = mlconv.load("sharded")
+(y,) = model(x)
+(call,) = model._calls.values()
+per_device = {}
+for w in call.weights:
+    for s in w.addressable_shards:
+        per_device[s.device.id] = per_device.get(s.device.id, 0) + s.data.nbytes
+print(json.dumps({"devices": len(jax.devices()), "local": len(jax.local_devices()),
+                  "y": np.asarray(y).tolist(), "per_device": per_device}), flush=True)
+if kill and pid == 1:
+    os._exit(0)
+if kill:
+    start = time.monotonic()
+    try:
+        model(x)
+        print(json.dumps({"second": "returned"}), flush=True)
+    except Exception as error:
+        print(json.dumps({"second": type(error).__name__ + ": " + str(error)[:300],
+                          "after_s": time.monotonic() - start}), flush=True)
+"""
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pair(folder, kill: bool) -> list[list[dict]]:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
+    port = _port()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", PROCESS, str(i), str(port), str(int(kill))],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    lines = []
+    try:
+        for process in processes:
+            out, err = process.communicate(timeout=240)  # a hang fails here
+            lines.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
+            assert lines[-1], err[-2000:]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    return lines
+
+
+def test_two_processes_of_four_devices_equal_one_process_and_a_dead_peer_fails_fast(tmp_path):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CONVERT], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    single = np.load(tmp_path / "y1.npy")
+    for (line,) in _pair(tmp_path, kill=False):
+        assert (line["devices"], line["local"]) == (8, 4)
+        np.testing.assert_allclose(np.array(line["y"], np.float32), single, atol=1e-5)
+        # each device: 1/8 of both conv kernels (16x3x3x3, 24x16x3x3) + the replicated 24x10
+        assert set(line["per_device"].values()) == {(16 * 27 + 24 * 144) // 8 * 4 + 240 * 4}
+    first, second = _pair(tmp_path, kill=True)
+    assert len(second) == 1  # process 1 answered once and exited
+    assert first[1]["second"] != "returned" and first[1]["after_s"] < 30, first[1]
