@@ -86,6 +86,9 @@ def test_check_numerics_passes_a_correct_pipeline(max_mlir, tmp_path, capsys):
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert "numerics preserved by every pass" in captured.err
+    # the input row: the imported IR was interpreted (a surviving mutant of issue 31 marked it
+    # "not interpretable" exactly when it was)
+    assert "(input)" in captured.err and "not interpretable" not in captured.err
     for name in ("onnx-to-core", "core-fuse", "core-to-tpu", "tpu-conv-strategy"):
         assert f"  {name} " in captured.err
     assert "tpu.tanh" in captured.out  # the IR is still printed
