@@ -106,8 +106,12 @@ class Registration:
         """A lowering pattern keyed by (dialect, op, since-version) into `target`'s table
         (`mlconv.passes.lowering.register`; an ONNX custom-domain op is `<domain>.<op_type>`
         at its domain's opset version)."""
-        from mlconv.passes.lowering import register
+        from mlconv.passes.lowering import load, register
 
+        # The built-in patterns of (dialect, target) load lazily, on their first lookup: load
+        # them now, so that a key a built-in has is refused here, naming this plugin, instead
+        # of breaking every later import of that dialect.
+        load(dialect, target)
         try:
             register(dialect, op_name, version, pattern, target)
         except ValueError as error:

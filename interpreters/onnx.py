@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
 )
 from xdsl.interpreter import (
     Interpreter,
@@ -44,8 +45,10 @@ from xdsl.interpreter import (
     register_impls,
 )
 
-from mlconv.dense import to_numpy
+from mlconv import custom_ops
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import onnx as onnx_dialect
+from mlconv.dialects.core_custom import ATTRS
 from mlconv.dialects.segments import operand_groups, result_groups
 from mlconv.errors import BackendError
 from mlconv.interpreters.common import check_result
@@ -200,6 +203,24 @@ class OnnxFunctions(InterpreterFunctions):
         region = op.regions[0] if bool(condition.reshape(())) else op.regions[1]
         results = interpreter.run_ssacfg_region(region, (), "onnx.If")
         return tuple(check_result(op, i, r) for i, r in enumerate(results))
+
+    @impl(onnx_dialect.CustomOp)
+    def run_custom(self, interpreter: Interpreter, op: Any, args: PythonValues):
+        """A node of a custom domain (a plugin's op) by the host implementation registered
+        for its (domain, op type) in `mlconv.custom_ops`, as core.Custom runs it."""
+        domain, op_type = op.domain.data, op.op_type.data
+        problem = custom_ops.missing_implementation(domain, op_type)
+        if problem:
+            raise BackendError.at(op, problem)
+        declared = tuple(
+            (tuple(r.type.get_shape()), numpy_dtype(r.type.get_element_type()))
+            if isinstance(r.type, TensorType)
+            else ((-1,), None)
+            for r in op.results
+        )
+        arrays = [np.asarray(a) for a in args]
+        outputs = custom_ops.custom_call(arrays, domain, op_type, ATTRS.decode(op.attrs), declared)
+        return tuple(check_result(op, i, np.asarray(r)) for i, r in enumerate(outputs))
 
     @impl(onnx_dialect.DropoutOp)
     def run_dropout(self, interpreter: Interpreter, op: Any, args: PythonValues):

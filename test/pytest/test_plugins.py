@@ -199,3 +199,24 @@ def test_installed_broken_plugin_is_one_line(tmp_path, tool):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "plugin 'broken' (broken_mod:register) failed to load: ModuleNotFoundError" in lines[0]
+
+
+def test_installed_plugin_clashing_with_a_builtin_lowering_is_refused_at_load(tmp_path):
+    # The built-in onnx patterns load lazily (on the first lookup); a plugin registering a key
+    # they hold must still be refused when it loads, naming it (not later, as an internal
+    # error of every ONNX import).
+    env = _installed(
+        tmp_path,
+        "relu",
+        """
+        def register(r):
+            r.lowering("onnx", "Relu", 14, lambda op, b: None)
+        """,
+    )
+    result = subprocess.run(
+        [BIN / "mlconv-opt", "--list-plugins"], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.strip().splitlines() == [
+        "mlconv-opt: error: plugin 'relu': two lowerings to core for onnx.Relu-14"
+    ]

@@ -65,6 +65,17 @@ def test_converts_and_runs(tmp_path, alpha):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
+def test_check_numerics_runs_the_plugin_op(tmp_path):
+    """check_numerics interprets the IR before onnx-to-core too: the onnx.Custom node runs by the
+    plugin's host implementation, and every pass after it keeps the numbers."""
+    path = tmp_path / "softclip.onnx"
+    model = softclip_model(2.0)
+    onnx.save(model, path)
+    run = mlconv.compile(path, device="cpu", check_numerics=True, quiet=True)
+    x = np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)
+    np.testing.assert_allclose(run(x)[0], reference(model, x, 2.0), rtol=1e-5, atol=1e-5)
+
+
 def test_lowered_to_core_ops(tmp_path):
     """The plugin's lowering, not a host callback: the core IR has no core.Custom."""
     from mlconv.passes.pipelines import lower_to_core
