@@ -66,12 +66,23 @@ def describe(missing: Missing, dialect: str) -> list[str]:
     return lines
 
 
+HINT = (
+    " (a plugin can add their lowerings, docs/extending.md; allow-custom keeps them as core.Custom,"
+    " run by a host implementation registered in mlconv.custom_ops)"
+)
+"""What the report of framework ops without a lowering to core ends with: the two ways on."""
+
+
 def report(missing: Missing, dialect: str, target: str = "core", context: str = "") -> str:
-    """The one-line unsupported report, the same for every framework and target."""
+    """The one-line unsupported report, the same for every framework and target (to core: with
+    `HINT`)."""
     lines = describe(missing, dialect)
     where = f" {context}" if context else ""
-    return f"no lowering to {target} for {len(lines)} {dialect} op type(s){where}: " + "; ".join(
-        lines
+    hint = HINT if target == "core" else ""
+    return (
+        f"no lowering to {target} for {len(lines)} {dialect} op type(s){where}: "
+        + "; ".join(lines)
+        + hint
     )
 
 

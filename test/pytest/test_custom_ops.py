@@ -14,6 +14,7 @@ import mlconv
 from mlconv import custom_ops
 from mlconv.errors import MlconvError, PassFailure
 from mlconv.frontends.onnx_importer import import_onnx
+from mlconv.passes.lowering.driver import HINT
 
 DOMAIN = "com.acme"
 
@@ -84,7 +85,7 @@ def test_without_allow_custom_the_op_is_listed(registered):
         mlconv.compile(model(0), device="cpu", quiet=True)
     assert str(caught.value) == (
         "error: no lowering to core for 1 onnx op type(s) at opset 17: "
-        "onnx.com.acme.SortRows-1 (1 node: sort)"
+        "onnx.com.acme.SortRows-1 (1 node: sort)" + HINT
     )
 
 
