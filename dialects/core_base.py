@@ -7,7 +7,7 @@ jax.numpy/lax over arrays:
     class ConvolutionOp(CoreOp):
         '''2-D convolution (OpenVINO opset1 Convolution). ...'''
         name = "core.Convolution"
-        version = 1
+        VERSION = 1
 
         @staticmethod
         def semantics(data, filters, *, strides, ...):
