@@ -20,6 +20,9 @@ from typing import Any
 
 from mlconv.errors import BackendError
 
+PLATFORMS = ("cpu", "cuda", "tpu")
+"""The platforms every jax.export of mlconv (the artifact, the SavedModel form) is lowered for."""
+
 ALLOWED_TARGETS = frozenset(
     {
         # sharding annotations of the sharded exports (converter/sharding.py)

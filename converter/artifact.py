@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.export_check import deserialize_checked
+from mlconv.backends.export_check import PLATFORMS, deserialize_checked
 from mlconv.converter.artifact_manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -64,7 +64,6 @@ from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output
 from mlconv.signature.inputs import InputSpec, bind_inputs
 
-PLATFORMS = ("cpu", "cuda", "tpu")
 """Every exported function is lowered for all three, so one artifact serves any of them."""
 
 

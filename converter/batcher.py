@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from mlconv.backends.export_check import PLATFORMS
 from mlconv.errors import BackendError, InputError
 
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
@@ -381,7 +382,6 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
     import jax
     from jax import export
 
-    from mlconv.converter.artifact import PLATFORMS
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
@@ -433,7 +433,6 @@ def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
     from jax import export
 
     from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
-    from mlconv.converter.artifact import PLATFORMS
     from mlconv.dialects import tpu
 
     body = batch.body.block
@@ -609,8 +608,6 @@ def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any
     `max_batch_size`."""
     import tensorflow as tf
     from jax.experimental import jax2tf
-
-    from mlconv.converter.artifact import PLATFORMS
 
     shapes = [
         "(rows, " + "".join(f"{int(d)}, " for d in a.shape[1:]) + ")" for a in exported.in_avals

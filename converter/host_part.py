@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.export_check import deserialize_checked
+from mlconv.backends.export_check import PLATFORMS, deserialize_checked
 from mlconv.converter.artifact_manifest import ArtifactFiles
 from mlconv.errors import BackendError
 from mlconv.signature.inputs import InputSpec, bind_inputs
@@ -50,7 +50,6 @@ def export_main(module: Any) -> Any:
     from jax import export
     from xdsl.dialects import func
 
-    from mlconv.converter.artifact import PLATFORMS
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block

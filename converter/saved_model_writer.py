@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mlconv.backends.export_check import PLATFORMS
 from mlconv.errors import BackendError
 
-PLATFORMS = ("cpu", "cuda", "tpu")
 SERVING = "serving_default"
 
 

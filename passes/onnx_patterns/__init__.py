@@ -36,3 +36,17 @@ FAMILIES = (
 
 # `@lowering("Relu", 1, 6, 13, 14)`: the registry's decorator for dialect "onnx", target core.
 lowering = functools.partial(_lowering, "onnx")
+
+
+def lower_unary(table: dict[str, tuple[type, tuple[int, ...]]]) -> None:
+    """Register each op of `table` (op type -> (core op class, since-versions)) as that core
+    op applied to the op's one input."""
+
+    def unary(core_class: type):
+        def pattern(op, b):
+            return [b(core_class, op.operands[0])]
+
+        return pattern
+
+    for name, (core_class, versions) in table.items():
+        lowering(name, *versions)(unary(core_class))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
-from mlconv.passes.onnx_patterns import lowering
+from mlconv.passes.onnx_patterns import lower_unary, lowering
 
 SELU_ALPHA = 1.67326319217681884765625
 SELU_GAMMA = 1.05070102214813232421875
@@ -26,15 +26,7 @@ UNARY = {
 }
 
 
-def _unary(core_class):
-    def pattern(op, b):
-        return [b(core_class, op.operands[0])]
-
-    return pattern
-
-
-for _name, (_core, _versions) in UNARY.items():
-    lowering(_name, *_versions)(_unary(_core))
+lower_unary(UNARY)
 
 
 def _scalar(b, x, value):

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import Float32Type
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
-from mlconv.passes.onnx_patterns import lowering
+from mlconv.passes.onnx_patterns import lower_unary, lowering
 
 
 def legacy_broadcast(op, b, x, y):
@@ -118,15 +118,7 @@ UNARY = {
 }
 
 
-def _unary(core_class):
-    def pattern(op, b):
-        return [b(core_class, op.operands[0])]
-
-    return pattern
-
-
-for _name, (_core, _versions) in UNARY.items():
-    lowering(_name, *_versions)(_unary(_core))
+lower_unary(UNARY)
 
 
 @lowering("Reciprocal", 1, 6, 13)
