@@ -83,7 +83,9 @@ def _decode_float_array(attr: DenseArrayBase) -> tuple[float, ...]:
 
 INT = AttrKind("int", IntegerAttr, lambda v: IntegerAttr(int(v), i64), lambda a: a.value.data)
 FLOAT = AttrKind("float", FloatAttr, lambda v: FloatAttr(float(v), f64), lambda a: a.value.data)
-BOOL = AttrKind("bool", IntegerAttr, lambda v: BoolAttr.from_bool(bool(v)), lambda a: bool(a.value.data))
+BOOL = AttrKind(
+    "bool", IntegerAttr, lambda v: BoolAttr.from_bool(bool(v)), lambda a: bool(a.value.data)
+)
 STR = AttrKind("str", StringAttr, lambda v: StringAttr(str(v)), lambda a: a.data)
 INTS = AttrKind(
     "ints",
@@ -204,7 +206,9 @@ def core_op(
 
     def wrap(spec: type[CoreOp]) -> type[CoreOp]:
         namespace: dict[str, Any] = {
-            key: value for key, value in spec.__dict__.items() if key not in ("__dict__", "__weakref__")
+            key: value
+            for key, value in spec.__dict__.items()
+            if key not in ("__dict__", "__weakref__")
         }
         multi = sum(1 for o in operands if o[0] in "*?")
         for operand in operands:

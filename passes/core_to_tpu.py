@@ -40,7 +40,9 @@ def input_name(function: func.FuncOp, index: int) -> str:
 def check_static_inputs(function: func.FuncOp) -> None:
     for index, arg in enumerate(function.body.block.args):
         if not isinstance(arg.type, TensorType):
-            raise PassFailure(f"input '{input_name(function, index)}' has no ranked tensor type ({arg.type})")
+            raise PassFailure(
+                f"input '{input_name(function, index)}' has no ranked tensor type ({arg.type})"
+            )
         shape = arg.type.get_shape()
         dynamic = [i for i, d in enumerate(shape) if d < 0]
         if dynamic:
@@ -138,7 +140,9 @@ def lower_function(function: func.FuncOp) -> None:
         op.erase(safe_erase=False)
     body.add_op(region)
     body.add_op(new_return)
-    function.function_type = func.FunctionType.from_lists(arg_types, [r.type for r in region.results])
+    function.function_type = func.FunctionType.from_lists(
+        arg_types, [r.type for r in region.results]
+    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Parse a pass pipeline in MLIR's nested form or xDSL's flat form into pass instances.
 
-    builtin.module(onnx-to-core,core-infer-shapes{static-shape=true},core-to-tpu)
-    onnx-to-core,core-infer-shapes
+builtin.module(onnx-to-core,core-infer-shapes{static-shape=true},core-to-tpu)
+onnx-to-core,core-infer-shapes
 """
 
 from __future__ import annotations
