@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from mlconv.backends import compile_cache
 from mlconv.errors import MlconvError, OptionError
 
 BACKENDS = ("auto", "xla", "openvino")
@@ -337,11 +338,8 @@ def _first_line(error: Exception) -> str:
 
 
 def cache_dir() -> Path:
-    """$MLCONV_CACHE_DIR, else $XDG_CACHE_HOME/mlconv, else ~/.cache/mlconv."""
-    if folder := os.environ.get("MLCONV_CACHE_DIR"):
-        return Path(folder)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mlconv"
+    """mlconv's cache folder, the one the XLA programs share (compile_cache.cache_root)."""
+    return compile_cache.cache_root()
 
 
 def source_digest(source: Any) -> str | None:

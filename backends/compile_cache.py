@@ -6,7 +6,8 @@ and the key does not say which, so a cache copied to (or shared with) another CP
 code it cannot run: mlconv keeps one subdirectory per (jaxlib version, platform, CPU) where the
 CPU is a hash of its model name and feature flags (`host_key`).
 
-On by default, in `$XDG_CACHE_HOME/mlconv/xla` (`~/.cache/mlconv/xla`), bounded to
+On by default, in `cache_root()/xla` (`~/.cache/mlconv/xla`; the root is `$MLCONV_CACHE_DIR`,
+else `$XDG_CACHE_HOME/mlconv`), bounded to
 `DEFAULT_MAX_BYTES` (JAX's LRU eviction by access time). The environment decides first:
 `MLCONV_COMPILATION_CACHE=0` turns it off, `MLCONV_COMPILATION_CACHE_DIR` moves it,
 `MLCONV_COMPILATION_CACHE_MAX_BYTES` bounds it; `mlconv.compile(..., compilation_cache=False
@@ -31,10 +32,19 @@ _configured: Path | None = None  # the directory mlconv set, once it set one
 _decided = False  # whether configure() ran in this process
 
 
-def default_directory() -> Path:
-    """`$XDG_CACHE_HOME/mlconv/xla`, else `~/.cache/mlconv/xla`."""
+def cache_root() -> Path:
+    """mlconv's one cache folder: $MLCONV_CACHE_DIR, else $XDG_CACHE_HOME/mlconv, else
+    ~/.cache/mlconv. The XLA programs live in its `xla/`, the back-end choices in
+    `backend-choice/` (backends/backend_choice.py)."""
+    if folder := os.environ.get("MLCONV_CACHE_DIR"):
+        return Path(folder)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mlconv" / "xla"
+    return Path(base) / "mlconv"
+
+
+def default_directory() -> Path:
+    """`cache_root()/xla` ($MLCONV_COMPILATION_CACHE_DIR names another folder for it)."""
+    return cache_root() / "xla"
 
 
 def cpu_description() -> str:
