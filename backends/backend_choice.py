@@ -43,7 +43,10 @@ from mlconv.errors import MlconvError, OptionError
 
 BACKENDS = ("auto", "xla", "openvino")
 ALIASES = {"jax": "xla"}
-RTOL, ATOL = 1e-3, 1e-5
+# OpenVINO replaces XLA only where the numbers stay those of the source: f32 kernels that differ
+# in summation order agree to ~1e-6 of the largest output on the light models, so 1e-4 leaves
+# room for order and none for a different computation.
+RTOL, ATOL = 1e-4, 1e-5
 MARGIN = 0.95
 """OpenVINO runs when its time per call is below MARGIN x XLA's (a tie keeps XLA, the path
 that also serves GPUs and TPUs)."""
