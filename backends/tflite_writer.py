@@ -63,7 +63,9 @@ class _Writer:
         if type_name not in tflite.ENUMS["TensorType"]:
             raise BackendError(f"tensor '{name}' has element type {element}, not a TFLite type")
         tensor = self.s.TensorT()
-        shape = [int(d) for d in t.get_shape()]
+        # dynamic dims (xDSL's DYNAMIC_INDEX, any negative) are 1 in `shape` and -1 in
+        # `shape_signature`, as TF's converter writes them
+        shape = [int(d) if int(d) >= 0 else -1 for d in t.get_shape()]
         tensor.shape = np.array([max(d, 1) for d in shape], dtype=np.int32)
         if any(d < 0 for d in shape):
             tensor.shapeSignature = np.array(shape, dtype=np.int32)

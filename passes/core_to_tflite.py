@@ -403,9 +403,10 @@ def transpose(lo: _Lowering, op: CoreOp) -> None:
 
 def _static_shape(op: CoreOp) -> list[int]:
     shape = _shape(op.results[0])
-    if any(d < 0 for d in shape):
-        raise PassFailure.at(op, "needs a static result shape to become a TFLite RESHAPE")
-    return list(shape)
+    if sum(d < 0 for d in shape) > 1:
+        raise PassFailure.at(op, "needs at most one dynamic result dim to become a TFLite RESHAPE")
+    # one dynamic dim (a None batch) is -1 in new_shape, as TF's converter writes it
+    return [int(d) if d >= 0 else -1 for d in shape]
 
 
 @lowering("core.Reshape", "core.Squeeze", "core.Unsqueeze")
