@@ -7,7 +7,16 @@ served = mlconv.load("converted/")   # a folder written by mlconv-convert
 """
 
 from mlconv.api import compile, load
-from mlconv.backends.padding import PadTo
 from mlconv.version import __version__
 
 __all__ = ["PadTo", "__version__", "compile", "load"]
+
+
+def __getattr__(name: str):
+    # PadTo on first use: importing mlconv.backends turns on jax_enable_x64 (mlconv.semantics),
+    # which `import mlconv.dialects...` must not do (test_semantics).
+    if name == "PadTo":
+        from mlconv.backends.padding import PadTo
+
+        return PadTo
+    raise AttributeError(f"module 'mlconv' has no attribute {name!r}")

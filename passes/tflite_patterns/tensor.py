@@ -255,16 +255,32 @@ def slice_(op, b):
     ]
 
 
-_SEGMENT_REDUCTIONS = {
-    "UNSORTED_SEGMENT_PROD": (core.ReduceProdOp, lambda dtype: 1),
-    "UNSORTED_SEGMENT_SUM": (core.ReduceSumOp, lambda dtype: 0),
-    "UNSORTED_SEGMENT_MAX": (core.ReduceMaxOp, lambda dtype: _limits(dtype).min),
-    "UNSORTED_SEGMENT_MIN": (core.ReduceMinOp, lambda dtype: _limits(dtype).max),
-}
-
-
 def _limits(dtype):
     return np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+
+
+def _one(dtype):
+    return 1
+
+
+def _zero(dtype):
+    return 0
+
+
+def _lowest(dtype):
+    return _limits(dtype).min
+
+
+def _highest(dtype):
+    return _limits(dtype).max
+
+
+_SEGMENT_REDUCTIONS = {
+    "UNSORTED_SEGMENT_PROD": (core.ReduceProdOp, _one),
+    "UNSORTED_SEGMENT_SUM": (core.ReduceSumOp, _zero),
+    "UNSORTED_SEGMENT_MAX": (core.ReduceMaxOp, _lowest),
+    "UNSORTED_SEGMENT_MIN": (core.ReduceMinOp, _highest),
+}
 
 
 @lowering(*_SEGMENT_REDUCTIONS)
