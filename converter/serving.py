@@ -78,6 +78,23 @@ class ServerLimits:
     max_connections: int = 64
 
 
+def error_answer(error: Exception) -> tuple[int, dict[str, str]]:
+    """The HTTP status and one-line JSON body for a request that failed with `error`: the
+    request's own status (400/413/422), 503 for a full queue, 413 for a request no queue can
+    hold, 422 for inputs the model refuses, 500 (one line, no traceback) for anything else."""
+    if isinstance(error, RequestError):
+        return error.status, {"error": error.message}
+    if isinstance(error, QueueFullError):
+        return 503, {"error": error.message}
+    if isinstance(error, RequestTooLargeError):
+        return 413, {"error": error.message}
+    if isinstance(error, InputError):
+        return 422, {"error": error.message.splitlines()[0]}
+    if isinstance(error, MlconvError):
+        return 500, {"error": error.message.splitlines()[0]}
+    return 500, {"error": f"{type(error).__name__}: {str(error)[:200]}"}
+
+
 def describe(model: Any, limits: RequestLimits | None = None) -> dict[str, Any]:
     manifest = model.manifest
     described = {
@@ -188,23 +205,8 @@ def make_handler(
                 self.server.unwatch(self.connection)  # arrived; the model's time is its own
                 kind = self.headers.get("Content-Type") or ""
                 outputs = model(**parse_body(body, kind, specs, limits))
-            except RequestError as error:
-                self._json(error.status, {"error": error.message})
-                return
-            except QueueFullError as error:
-                self._json(503, {"error": error.message})
-                return
-            except RequestTooLargeError as error:
-                self._json(413, {"error": error.message})
-                return
-            except InputError as error:
-                self._json(422, {"error": error.message.splitlines()[0]})
-                return
-            except MlconvError as error:
-                self._json(500, {"error": error.message.splitlines()[0]})
-                return
-            except Exception as error:  # noqa: BLE001 - a bug: one line to the caller, no traceback
-                self._json(500, {"error": f"{type(error).__name__}: {str(error)[:200]}"})
+            except Exception as error:  # noqa: BLE001 - every failure is one JSON line, no traceback
+                self._json(*error_answer(error))
                 return
             names = model.output_names
             if kind.split(";")[0].strip().lower() == NPZ:
@@ -235,23 +237,9 @@ def make_handler(
                 )
                 outputs = model(**arrays)
                 answer, header = oip.infer_response(request, name, model.output_names, outputs)
-            except RequestError as error:
-                self._json(400 if error.status == 422 else error.status, {"error": error.message})
-                return
-            except QueueFullError as error:
-                self._json(503, {"error": error.message})
-                return
-            except RequestTooLargeError as error:
-                self._json(413, {"error": error.message})
-                return
-            except InputError as error:
-                self._json(400, {"error": error.message.splitlines()[0]})
-                return
-            except MlconvError as error:
-                self._json(500, {"error": error.message.splitlines()[0]})
-                return
-            except Exception as error:  # noqa: BLE001 - a bug: one line to the caller
-                self._json(500, {"error": f"{type(error).__name__}: {str(error)[:200]}"})
+            except Exception as error:  # noqa: BLE001 - every failure is one JSON line, no traceback
+                status, answer = error_answer(error)
+                self._json(400 if status == 422 else status, answer)  # the protocol has no 422
                 return
             if header is None:
                 self._send(200, answer, "application/json")
