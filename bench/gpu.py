@@ -1,31 +1,38 @@
-"""GPU speed: mlconv against a naive whole-graph JAX translation, and bfloat16 throughput.
+"""GPU speed: mlconv against the source framework on the GPU, a naive whole-graph JAX translation
+and onnxruntime's CUDA provider (where installed), and bfloat16 throughput.
 
     python bench/gpu.py [--models resnet50,squeezenet] [--exported [names]] [--rounds 5]
                         [--runs 20] [--batches 64,256] [--no-latency] [--no-throughput]
-                        [--device gpu]
+                        [--no-plain] [--device gpu]
 
 The naive translation is jaxonnxruntime (Google's ONNX-to-JAX converter: one JAX function per
 ONNX node, the whole graph traced under one `jax.jit`, weights as jit arguments as mlconv's),
 which is what a user gets by handing the ONNX file to JAX directly. It is a benchmark
-dependency only (`pip install jaxonnxruntime`).
+dependency only (`pip install jaxonnxruntime`). The framework peer is the PyTorch model the
+ONNX file was exported from (`--exported` models and ResNet50), run eagerly on the GPU under
+`torch.inference_mode` with TF32 allowed, as XLA:GPU computes float32 convolutions and dots; in
+bfloat16 under `torch.autocast` with channels_last, PyTorch's own fast inference form for CNNs.
+onnxruntime's CUDA execution provider joins when `onnxruntime.get_available_providers()` has it
+(the onnxruntime-gpu wheel), bound to device-resident inputs and outputs (IO binding).
 
 Latency, batch 1: the light models of bench/latency.py (seeded random weights) and, with
-`--exported`, its PyTorch exports. Three programs per model: mlconv with the tpu-level target
-passes for the device, mlconv without them, and jaxonnxruntime; each is timed on inputs already
-on the device (`CompiledModule.on_device`, then `jax.block_until_ready`), so the host copies,
-the same for all three, are left out. Rounds are interleaved (the order rotates per round);
-latency is the median of all calls and the table prints ratios to jaxonnxruntime, plus compile
-times: mlconv's import + passes + XLA against jaxonnxruntime's conversion (it runs each node once
-on the example input) + XLA. Outputs are checked against onnxruntime on the CPU, within 2e-2 of
-the largest magnitude: XLA:GPU computes float32 convolutions and dots in TF32 by default, for
-both programs alike.
+`--exported`, its PyTorch exports. Programs per model: mlconv with the tpu-level target passes
+for the device, mlconv without them (unless `--no-plain`), jaxonnxruntime, and the peers above;
+each is timed on inputs already on the device (`CompiledModule.on_device`, then
+`jax.block_until_ready`; `torch.cuda.synchronize` for PyTorch), so the host copies, the same for
+all, are left out. Rounds are interleaved (the order rotates per round); latency is the median
+of all calls and the table prints ratios to jaxonnxruntime and to the fastest peer, plus
+compile times: mlconv's import + passes + XLA against jaxonnxruntime's conversion (it runs each
+node once on the example input) + XLA. Outputs are checked against onnxruntime on the CPU,
+within 1e-1 of the largest magnitude (TF32 on both sides).
 
 Throughput: torchvision ResNet50 (seeded random weights, BatchNorm statistics from random
 activations) exported by `torch.onnx.export` (TorchScript, opset 17, dynamic batch), at each
 batch of `--batches`: mlconv in float32 and in bfloat16 (tpu-bf16), jaxonnxruntime in float32
-and with its weights and input cast to bfloat16. Each round dispatches `--runs` calls and waits
-for the last; images/s is the median over rounds, and TFLOP/s counts ResNet50's 8.2 GFLOP per
-224x224 image (4.1 G multiply-adds), against the GPU's dense bfloat16 peak.
+and with its weights and input cast to bfloat16, PyTorch in float32 (TF32) and bfloat16
+(autocast, channels_last). Each round dispatches `--runs` calls and waits for the last;
+images/s is the median over rounds, and TFLOP/s counts ResNet50's 8.2 GFLOP per 224x224 image
+(4.1 G multiply-adds), against the GPU's dense bfloat16 peak.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import onnx
@@ -64,9 +72,12 @@ class Blocking:
         raise NotImplementedError
 
     def __call__(self) -> list:
+        return self.wait(self.dispatch())
+
+    def wait(self, outputs):
         import jax
 
-        return jax.block_until_ready(self.dispatch())
+        return jax.block_until_ready(outputs)
 
 
 class Naive(Blocking):
@@ -115,7 +126,71 @@ class OnDevice(Blocking):
         return self.ours.run.on_device(*self.args)
 
 
-def latency_row(name: str, path: str, inputs, args, device) -> dict[str, float]:
+class TorchPeer(Blocking):
+    """The source PyTorch model on the device, eager (see the module's docstring)."""
+
+    def __init__(self, model, inputs: list[np.ndarray], device: str, bf16: bool = False) -> None:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        self.torch, self.bf16 = torch, bf16
+        self.device = torch.device("cuda" if device == "gpu" else device)
+        self.model = model.to(self.device).eval()
+        self.args = [torch.from_numpy(a).to(self.device) for a in inputs]
+        if bf16:
+            self.model = self.model.to(memory_format=torch.channels_last)
+            self.args = [
+                a.contiguous(memory_format=torch.channels_last) if a.dim() == 4 else a
+                for a in self.args
+            ]
+        self.first = [self().float().cpu().numpy()]
+
+    def dispatch(self):
+        torch = self.torch
+        with (
+            torch.inference_mode(),
+            torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16),
+        ):
+            return self.model(*self.args)
+
+    def wait(self, outputs):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize()
+        return outputs
+
+
+class OrtCuda(Blocking):
+    """onnxruntime's CUDA execution provider with inputs and outputs bound on the device."""
+
+    def __init__(self, path: str, inputs: dict[str, np.ndarray]) -> None:
+        import onnxruntime
+
+        self.session = onnxruntime.InferenceSession(path, providers=["CUDAExecutionProvider"])
+        self.binding = self.session.io_binding()
+        for name, array in inputs.items():
+            value = onnxruntime.OrtValue.ortvalue_from_numpy(array, "cuda", 0)
+            self.binding.bind_ortvalue_input(name, value)
+        for output in self.session.get_outputs():
+            self.binding.bind_output(output.name, "cuda")
+        self()
+        self.first = self.binding.copy_outputs_to_cpu()
+
+    def dispatch(self) -> list:
+        self.session.run_with_iobinding(self.binding)  # returns when the outputs are ready
+        return []
+
+    def wait(self, outputs):
+        return outputs
+
+
+def ort_cuda_available() -> bool:
+    import onnxruntime
+
+    return "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+
+
+def latency_row(name: str, path: str, inputs, args, device, torch_model=None) -> dict[str, float]:
     import onnxruntime
 
     model = onnx.load(path)
@@ -124,17 +199,31 @@ def latency_row(name: str, path: str, inputs, args, device) -> dict[str, float]:
     expected = session.run(None, {i.name: inputs[i.name] for i in session.get_inputs()})
 
     ours = latency.Mlconv(path, args.device, inputs, True)
-    plain = latency.Mlconv(path, args.device, inputs, False)
-    runners = {"mlconv": OnDevice(ours, device), "plain": OnDevice(plain, device)}
+    runners: dict[str, Blocking] = {"mlconv": OnDevice(ours, device)}
+    if not args.no_plain:
+        runners["plain"] = OnDevice(latency.Mlconv(path, args.device, inputs, False), device)
     row: dict[str, float] = {
         "compile_s": ours.import_s + ours.passes_s + ours.xla_s,
         "naive_compile_s": float("nan"),
     }
-    try:
-        runners["naive"] = Naive(model, inputs, device)
+    peers = {
+        "naive": lambda: Naive(model, inputs, device),
+        "ort-cuda": (lambda: OrtCuda(path, inputs)) if ort_cuda_available() else None,
+        "torch": (
+            (lambda: TorchPeer(torch_model, [inputs[i.name] for i in model.graph.input
+                                              if i.name in inputs], args.device))
+            if torch_model is not None else None
+        ),
+    }  # fmt: skip
+    for key, make in peers.items():
+        if make is None:
+            continue
+        try:
+            runners[key] = make()
+        except Exception as error:  # noqa: BLE001 - an op a peer does not run
+            print(f"({name}: {key} fails: {str(error).splitlines()[0][:100]})")
+    if "naive" in runners:
         row["naive_compile_s"] = runners["naive"].compile_s
-    except Exception as error:  # noqa: BLE001 - an op jaxonnxruntime does not convert
-        print(f"({name}: jaxonnxruntime fails: {str(error).splitlines()[0][:100]})")
     for key, runner in runners.items():
         error = max(
             latency.relative_error(g, w) for g, w in zip(runner.first, expected, strict=True)
@@ -144,52 +233,21 @@ def latency_row(name: str, path: str, inputs, args, device) -> dict[str, float]:
         row[f"{key}_error"] = error
     median = latency.interleaved_medians(runners, args.rounds, args.runs, warmup=3)
     reference = median.get("naive", float("nan"))
+    best = min((v for k, v in median.items() if k not in ("mlconv", "plain")), default=np.nan)
     row.update(
         ours_ms=median["mlconv"],
+        naive_ms=reference,
+        torch_ms=median.get("torch", float("nan")),
+        ort_ms=median.get("ort-cuda", float("nan")),
         ours_naive=median["mlconv"] / reference,
-        plain_naive=median["plain"] / reference,
+        ours_best=median["mlconv"] / best,
+        plain_naive=median.get("plain", float("nan")) / reference,
     )
     return row
 
 
-def run_latency(args, device) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        cases = []
-        for name in [m for m in args.models.split(",") if m]:
-            path = os.path.join(folder, f"{name}.onnx")
-            onnx.save(latency.randomize(onnx.load(latency.light_path(name))), path)
-            cases.append((name, path, None))
-        if args.exported is not None:
-            cases += latency.exported_models(folder, args.exported)
-        print(
-            f"batch 1 on {device.device_kind}, {args.rounds} rounds x {args.runs} runs, median;"
-            " ratios to jaxonnxruntime (naive whole-graph JAX)"
-        )
-        print(
-            f"{'model':<22}{'mlconv ms':>10}{'mlconv/naive':>13}{'no-target/naive':>16}"
-            f"{'compile s':>10}{'naive s':>9}{'error':>9}{'naive err':>10}"
-        )
-        rows = []
-        for name, path, inputs in cases:
-            row = latency_row(name, path, inputs, args, device)
-            rows.append(row)
-            print(
-                f"{name:<22}{row['ours_ms']:>10.2f}{row['ours_naive']:>13.2f}"
-                f"{row['plain_naive']:>16.2f}{row['compile_s']:>10.2f}{row['naive_compile_s']:>9.2f}"
-                f"{row['mlconv_error']:>9.1e}{row.get('naive_error', float('nan')):>10.1e}",
-                flush=True,
-            )
-        compared = [r for r in rows if not np.isnan(r["ours_naive"])]
-        if compared:
-            print(
-                f"{'median':<22}{'':>10}{statistics.median(r['ours_naive'] for r in compared):>13.2f}"
-                f"{statistics.median(r['plain_naive'] for r in compared):>16.2f}"
-                f"{statistics.median(r['compile_s'] for r in compared):>10.2f}"
-                f"{statistics.median(r['naive_compile_s'] for r in compared):>9.2f}"
-            )
-
-
-def export_resnet50(path: str) -> None:
+def exported_cases(folder: str, names: str) -> list[tuple[str, str, dict, object]]:
+    """(name, path, batch-1 inputs, PyTorch model) of exported_models.py's PyTorch models."""
     sys.path.insert(
         0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "pytest")
     )
@@ -197,20 +255,88 @@ def export_resnet50(path: str) -> None:
         import exported_models  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
-    exported_models.write_torchvision_onnx("resnet50", path, size=224)
+    cases = []
+    for name, spec in exported_models.MODELS.items():
+        if spec.framework != "torch" or (names and name not in names.split(",")):
+            continue
+        path = os.path.join(folder, f"{name}.onnx")
+        try:
+            model = exported_models.write_onnx(name, "torchscript", path)
+        except Exception as error:  # noqa: BLE001 - a builder that needs a missing package
+            print(f"(skipping {name}: {str(error).splitlines()[0][:100]})")
+            continue
+        inputs = dict(zip(spec.names, spec.inputs(1, 0), strict=True))
+        cases.append((name, path, inputs, model))
+    return cases
+
+
+COLUMNS = [  # (heading, row key, format)
+    ("mlconv ms", "ours_ms", ".3f"), ("naive ms", "naive_ms", ".3f"),
+    ("torch ms", "torch_ms", ".3f"), ("ort-cuda ms", "ort_ms", ".3f"),
+    ("mlconv/naive", "ours_naive", ".2f"), ("mlconv/best", "ours_best", ".2f"),
+    ("no-target/naive", "plain_naive", ".2f"), ("compile s", "compile_s", ".2f"),
+    ("naive s", "naive_compile_s", ".2f"), ("mlconv error", "mlconv_error", ".1e"),
+]  # fmt: skip
+
+
+def run_latency(args, device) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        cases = []
+        if args.exported is not None:
+            cases += exported_cases(folder, args.exported)
+        for name in [m for m in args.models.split(",") if m]:
+            path = os.path.join(folder, f"{name}.onnx")
+            onnx.save(latency.randomize(onnx.load(latency.light_path(name))), path)
+            cases.append((name, path, None, None))
+        print(
+            f"batch 1 on {device.device_kind}, {args.rounds} rounds x {args.runs} runs, median;"
+            " best: the fastest of naive whole-graph JAX (jaxonnxruntime), PyTorch eager and"
+            f" onnxruntime CUDA (available: {ort_cuda_available()})"
+        )
+        print(f"{'model':<20}" + "".join(f"{h:>{len(h) + 2}}" for h, _, _ in COLUMNS))
+        rows = []
+        for name, path, inputs, torch_model in cases:
+            try:
+                row = latency_row(name, path, inputs, args, device, torch_model)
+            except Exception as error:  # noqa: BLE001 - one model's failure, reported
+                print(f"{name:<20} fails: {str(error).splitlines()[0][:120]}", flush=True)
+                continue
+            rows.append(row)
+            print(
+                f"{name:<20}"
+                + "".join(f"{row.get(k, np.nan):>{len(h) + 2}{f}}" for h, k, f in COLUMNS),
+                flush=True,
+            )
+        if rows:
+            with warnings.catch_warnings():  # a column no row has (ort-cuda without its wheel)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                medians = {k: np.nanmedian([r.get(k, np.nan) for r in rows]) for _, k, _ in COLUMNS}
+            print(
+                f"{'median':<20}" + "".join(f"{medians[k]:>{len(h) + 2}{f}}" for h, k, f in COLUMNS)
+            )
+
+
+def export_resnet50(path: str):
+    """Writes ResNet50's ONNX export to `path`; returns the PyTorch model."""
+    sys.path.insert(
+        0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "pytest")
+    )
+    try:
+        import exported_models  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    return exported_models.write_torchvision_onnx("resnet50", path, size=224)
 
 
 def throughput(runner, batch: int, rounds: int, runs: int) -> float:
     """Median images/s over rounds of `runs` dispatched calls, waiting for the last."""
-    import jax
-
     for _ in range(2):
         runner()
     rates = []
     for _ in range(rounds):
         start = time.perf_counter()
         outputs = [runner.dispatch() for _ in range(runs)]
-        jax.block_until_ready(outputs)
+        runner.wait(outputs)
         rates.append(batch * runs / (time.perf_counter() - start))
     return statistics.median(rates)
 
@@ -227,7 +353,7 @@ def run_throughput(args, device) -> None:
     print(f"{'batch':<7}{'program':<22}{'images/s':>10}{'TFLOP/s':>9}{'% peak':>8}{'vs naive':>10}")
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "resnet50.onnx")
-        export_resnet50(path)
+        torch_model = export_resnet50(path)
         model = onnx.load(path)
         name = model.graph.input[0].name
         for batch in [int(b) for b in args.batches.split(",") if b]:
@@ -240,6 +366,8 @@ def run_throughput(args, device) -> None:
                 ),
                 "naive float32": Naive(model, inputs, device),
                 "naive bfloat16": Naive(model, inputs, device, dtype=jax.numpy.bfloat16),
+                "torch float32": TorchPeer(torch_model, [inputs[name]], args.device),
+                "torch bfloat16": TorchPeer(torch_model, [inputs[name]], args.device, bf16=True),
             }
             rates = {k: throughput(r, batch, args.rounds, args.runs) for k, r in runners.items()}
             for key, rate in rates.items():
@@ -261,16 +389,18 @@ def main() -> None:
     parser.add_argument("--batches", default="64,256", help="throughput batch sizes")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--no-throughput", action="store_true")
+    parser.add_argument("--no-plain", action="store_true", help="skip mlconv without target passes")
     parser.add_argument("--device", default="gpu", help="gpu (cpu to try the script out)")
     args = parser.parse_args()
 
     from mlconv.backends.jax_backend import pick_device
 
     device = pick_device(args.device)
-    if not args.no_latency:
-        run_latency(args, device)
+    # Throughput first: it is the figure a short lease must not lose.
     if not args.no_throughput:
         run_throughput(args, device)
+    if not args.no_latency:
+        run_latency(args, device)
 
 
 if __name__ == "__main__":

@@ -290,22 +290,27 @@ CASES = [
 ]
 
 
-def write_onnx(name: str, exporter: str, path: str | os.PathLike) -> None:
-    """Export model `name` with an ONNX exporter (torchscript, dynamo, tf2onnx) to `path`."""
+def write_onnx(name: str, exporter: str, path: str | os.PathLike) -> object:
+    """Export model `name` with an ONNX exporter (torchscript, dynamo, tf2onnx) to `path`;
+    returns the source model it exported (bench/gpu.py runs it as the framework's own peer)."""
     spec = MODELS[name]
     model = spec.build()
     if spec.framework == "torch":
         _export_torch(model, spec, exporter, Path(path))
     else:
         _export_keras(model, exporter, Path(path))
+    return model
 
 
-def write_torchvision_onnx(arch: str, path: str | os.PathLike, size: int = 224) -> None:
+def write_torchvision_onnx(arch: str, path: str | os.PathLike, size: int = 224) -> object:
     """torchvision's `arch` built as MODELS' CNNs are (seeded random weights, calibrated
     BatchNorm), exported by the TorchScript exporter with a dynamic batch and `size`x`size`
-    example images: a model outside MODELS, for the benchmarks (bench/gpu.py)."""
+    example images: a model outside MODELS, for the benchmarks (bench/gpu.py). Returns the
+    PyTorch model."""
     spec = Model("torch", _torchvision(arch, 0), _image(True, size))
-    _export_torch(spec.build(), spec, "torchscript", Path(path))
+    model = spec.build()
+    _export_torch(model, spec, "torchscript", Path(path))
+    return model
 
 
 def model_file(folder: Path, exporter: str) -> Path:
