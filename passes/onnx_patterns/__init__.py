@@ -32,6 +32,7 @@ FAMILIES = (
     "rnn",
     "misc",
     "quant",
+    "training",
 )
 
 # `@lowering("Relu", 1, 6, 13, 14)`: the registry's decorator for dialect "onnx", target core.

@@ -332,3 +332,77 @@ def unique(op, b):
         sorted=bool(b.attr(op, "sorted", 1)),
     )
     return [values, *(with_element_type(v, i64) for v in indices)]
+
+
+@lowering("MaxUnpool", 9, 11, 22)
+def max_unpool(op, b):
+    """Each value of X goes to its flat index (MaxPool's Indices: over the whole N x C x ...
+    tensor) in zeros of the size MaxPool inverts, (in - 1) * stride - pads + kernel per spatial
+    dim: one ScatterElementsUpdate on the flattened tensor. An `output_shape` larger than that
+    pads the end of each dim with zeros, as the ONNX reference does."""
+    x, indices, output_shape = (b.input(op, name) for name in ("X", "I", "output_shape"))
+    shape = x.type.get_shape() if b.rank(x) else None
+    if shape is None or any(d < 0 for d in shape):
+        raise b.fail("needs the static shape of X")
+    kernel = list(b.attr(op, "kernel_shape"))
+    spatial = len(kernel)
+    strides = list(b.attr(op, "strides", [1] * spatial))
+    pads = list(b.attr(op, "pads", [0] * (2 * spatial)))
+    inferred = list(shape[:2]) + [
+        (shape[2 + d] - 1) * strides[d] - (pads[d] + pads[spatial + d]) + kernel[d]
+        for d in range(spatial)
+    ]
+    dtype = b.dtype(x)
+    zeros = b.const(np.zeros(int(np.prod(inferred)), dtype))
+    flat = [b(ct.ReshapeOp, v, b.ints([-1])) for v in (indices, x)]
+    y = b(ci.ScatterElementsUpdateOp, zeros, flat[0], flat[1], b.ints(0), reduction="none")
+    y = b(ct.ReshapeOp, y, b.ints(inferred))
+    if output_shape is not None:
+        grow = b(ce.SubtractOp, output_shape, b.ints(inferred))
+        y = b(ci.PadOp, y, b.ints([0] * len(inferred)), grow, None, pad_mode="constant")
+    return [y]
+
+
+@lowering("TensorScatter", 24)
+def tensor_scatter(op, b):
+    """A KV-cache write: along `axis`, update's positions s go to the cache at write_indices[n]
+    + s (mod the cache length in `circular` mode), per sample n of the first dim. Vectorized as
+    a select: cache position p takes update[p - write_indices[n]] (GatherElements of the
+    clamped offset) where that offset is in [0, update length), else keeps its value."""
+    cache, update, write = (b.input(op, n) for n in ("past_cache", "update", "write_indices"))
+    mode = b.attr(op, "mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise b.fail(f"unknown mode '{mode}' (linear or circular)")
+    shape = cache.type.get_shape() if b.rank(cache) else None
+    update_shape = update.type.get_shape() if b.rank(update) else None
+    if shape is None or update_shape is None or any(d < 0 for d in (*shape, *update_shape)):
+        raise b.fail("needs the static shapes of past_cache and update")
+    rank = len(shape)
+    axis = b.attr(op, "axis", -2) % rank
+    if axis == 0:
+        raise b.fail("axis must not be the batch axis 0")
+    length, count = shape[axis], update_shape[axis]
+    positions = np.arange(length, dtype=np.int64).reshape(
+        [length if d == axis else 1 for d in range(rank)]
+    )
+    if write is None:
+        offset = b.const(positions)
+    else:
+        write = (
+            b(ct.ConvertOp, write, destination_type=i64) if b.dtype(write) != np.int64 else write
+        )
+        start = b(ct.ReshapeOp, write, b.ints([-1] + [1] * (rank - 1)))
+        offset = b(ce.SubtractOp, b.const(positions), start)
+        if mode == "circular":
+            offset = b(ce.FloorModOp, offset, b.ints(length))
+    inside = b(
+        ce.LogicalAndOp,
+        b(ce.GreaterEqualOp, offset, b.ints(0)),
+        b(ce.LessOp, offset, b.ints(count)),
+    )
+    clamped = b(ce.ClampOp, offset, min=0.0, max=float(count - 1))
+    gather_shape = list(shape)
+    gather_shape[axis] = length
+    index = b(ct.BroadcastOp, clamped, b.ints(gather_shape), None, mode="numpy")
+    taken = b(ci.GatherElementsOp, update, index, axis=axis)
+    return [b(ct.SelectOp, inside, taken, cache)]

@@ -174,15 +174,43 @@ def batch_norm(op, b):
     """Inference with the given statistics; training mode (opset 14's `training_mode`)
     normalizes with the batch's own statistics: refused. Up to opset 7, `spatial` = 0 gives
     per-element statistics (C x D1 x ... x Dn)."""
-    if b.attr(op, "training_mode", 0):
-        raise b.fail("BatchNormalization in training mode is not supported")
     x, scale, bias, mean, var = (op.operands[i] for i in range(5))
+    if b.attr(op, "training_mode", 0):
+        return _batch_norm_training(op, b, x, scale, bias, mean, var)
     epsilon = b.attr(op, "epsilon", 1e-5)
     if b.attr(op, "spatial", 1):
         return [b(nn.BatchNormInferenceOp, x, scale, bias, mean, var, epsilon=epsilon)]
     rstd = b(ew.SqrtOp, b(ew.AddOp, var, b.const(epsilon, b.dtype(var))))
     y = b(ew.MultiplyOp, b(ew.SubtractOp, x, mean), b(ew.DivideOp, scale, rstd))
     return [b(ew.AddOp, y, bias)]
+
+
+def _batch_norm_training(op, b, x, scale, bias, mean, var):
+    """Opset 14's training mode: normalize with the batch's own mean and (population)
+    variance over every axis but the channel's; the running statistics come out as
+    `mean * momentum + batch mean * (1 - momentum)` (likewise the variance)."""
+    rank = b.rank(x)
+    if rank is None or rank < 2:
+        raise b.fail("training mode needs the rank of its input (at least 2)")
+    dtype = b.dtype(x)
+    epsilon = b.attr(op, "epsilon", 1e-5)
+    momentum = b.attr(op, "momentum", 0.9)
+    axes = b.ints([0, *range(2, rank)])
+    batch_mean = b(ct.ReduceMeanOp, x, axes, keep_dims=True)
+    centered = b(ew.SubtractOp, x, batch_mean)
+    batch_var = b(ct.ReduceMeanOp, b(ew.MultiplyOp, centered, centered), axes, keep_dims=True)
+    per_channel = b.ints([-1, *[1] * (rank - 2)])
+    rstd = b(ew.SqrtOp, b(ew.AddOp, batch_var, b.const(epsilon, dtype)))
+    y = b(ew.DivideOp, b(ew.MultiplyOp, centered, b(ct.ReshapeOp, scale, per_channel)), rstd)
+    y = b(ew.AddOp, y, b(ct.ReshapeOp, bias, per_channel))
+    kept, new = b.const(momentum, dtype), b.const(1 - momentum, dtype)
+    statistics = []
+    for running, batch in ((mean, batch_mean), (var, batch_var)):
+        batch = b(ct.ReshapeOp, batch, b.ints([-1]))
+        statistics.append(
+            b(ew.AddOp, b(ew.MultiplyOp, running, kept), b(ew.MultiplyOp, batch, new))
+        )
+    return [y, *statistics] + [None] * (len(op.results) - 3)
 
 
 @lowering("Gemm", 1, 6, 7, 9, 11, 13)

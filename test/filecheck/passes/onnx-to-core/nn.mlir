@@ -98,3 +98,37 @@ builtin.module attributes {onnx.opset_import = {"" = 7 : i64}} {
     func.return %y : tensor<2x3x4xf32>
   }
 }
+
+// -----
+
+// BatchNormalization-15 in training mode: normalized with the batch's own mean and population
+// variance over N and the spatial dims; the running statistics come out as
+// running * momentum + batch * (1 - momentum).
+// CHECK-LABEL: func.func @batch_norm_training
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3x4xf32>, %[[S:.*]]: tensor<3xf32>, %[[B:.*]]: tensor<3xf32>, %[[M:.*]]: tensor<3xf32>, %[[V:.*]]: tensor<3xf32>)
+// CHECK:         %[[AXES:.*]] = core.Constant {value = dense<[0, 2]> : tensor<2xi64>}
+// CHECK:         %[[MEAN:.*]] = "core.ReduceMean"(%[[X]], %[[AXES]]) {keep_dims = true} : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<1x3x1xf32>
+// CHECK:         %[[C:.*]] = "core.Subtract"(%[[X]], %[[MEAN]])
+// CHECK:         %[[SQ:.*]] = "core.Multiply"(%[[C]], %[[C]])
+// CHECK:         %[[VAR:.*]] = "core.ReduceMean"(%[[SQ]], %[[AXES]]) {keep_dims = true}
+// CHECK:         %[[VE:.*]] = "core.Add"(%[[VAR]], %{{.*}})
+// CHECK:         %[[STD:.*]] = "core.Sqrt"(%[[VE]])
+// CHECK:         %[[CS:.*]] = "core.Multiply"(%[[C]], %{{.*}})
+// CHECK:         %[[N:.*]] = "core.Divide"(%[[CS]], %[[STD]])
+// CHECK:         %[[Y:.*]] = "core.Add"(%[[N]], %{{.*}})
+// CHECK:         %[[KEPT:.*]] = core.Constant {value = dense<7.500000e-01> : tensor<f32>}
+// CHECK:         %[[NEW:.*]] = core.Constant {value = dense<2.500000e-01> : tensor<f32>}
+// CHECK:         %[[BM:.*]] = "core.Reshape"(%[[MEAN]], %{{.*}}) : (tensor<1x3x1xf32>, tensor<1xi64>) -> tensor<3xf32>
+// CHECK:         %[[RM:.*]] = "core.Multiply"(%[[M]], %[[KEPT]])
+// CHECK:         %[[NM:.*]] = "core.Multiply"(%[[BM]], %[[NEW]])
+// CHECK:         %[[OM:.*]] = "core.Add"(%[[RM]], %[[NM]])
+// CHECK:         %[[BV:.*]] = "core.Reshape"(%[[VAR]], %{{.*}})
+// CHECK:         %[[RV:.*]] = "core.Multiply"(%[[V]], %[[KEPT]])
+// CHECK:         %[[OV:.*]] = "core.Add"
+// CHECK:         func.return %[[Y]], %[[OM]], %[[OV]]
+builtin.module attributes {onnx.opset_import = {"" = 15 : i64}} {
+  func.func @batch_norm_training(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+    %y:3 = "onnx.BatchNormalization"(%x, %s, %b, %m, %v) {training_mode = 1 : i64, momentum = 0.75 : f32, resultSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+    func.return %y#0, %y#1, %y#2 : tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>
+  }
+}

@@ -138,3 +138,50 @@ builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
     func.return %f : tensor<*xf32>
   }
 }
+
+// -----
+
+// MaxUnpool: X's values go to their flat indices in zeros of MaxPool's input size
+// ((2 - 1) * 2 + 2 = 4 per spatial dim), one ScatterElementsUpdate on the flattened tensor;
+// output_shape (a model input, bound per call) pads the end of each dim.
+// CHECK-LABEL: func.func @max_unpool
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x1x2x2xf32>, %[[I:.*]]: tensor<1x1x2x2xi64>, %[[S:.*]]: tensor<4xi64>)
+// CHECK:         %[[Z:.*]] = core.Constant {value = dense<0.000000e+00> : tensor<16xf32>}
+// CHECK:         %[[FI:.*]] = "core.Reshape"(%[[I]], %{{.*}}) : (tensor<1x1x2x2xi64>, tensor<1xi64>) -> tensor<4xi64>
+// CHECK:         %[[FX:.*]] = "core.Reshape"(%[[X]], %{{.*}}) : (tensor<1x1x2x2xf32>, tensor<1xi64>) -> tensor<4xf32>
+// CHECK:         %[[SC:.*]] = "core.ScatterElementsUpdate"(%[[Z]], %[[FI]], %[[FX]], %{{.*}}) {reduction = "none"}
+// CHECK:         %[[Y:.*]] = "core.Reshape"(%[[SC]], %{{.*}}) : (tensor<16xf32>, tensor<4xi64>) -> tensor<1x1x4x4xf32>
+// CHECK:         %[[INF:.*]] = core.Constant {value = dense<[1, 1, 4, 4]> : tensor<4xi64>}
+// CHECK:         %[[GROW:.*]] = "core.Subtract"(%[[S]], %[[INF]])
+// CHECK:         "core.Pad"(%[[Y]], %{{.*}}, %[[GROW]]) {pad_mode = "constant"}
+builtin.module attributes {onnx.opset_import = {"" = 22 : i64}} {
+  func.func @max_unpool(%x: tensor<1x1x2x2xf32>, %i: tensor<1x1x2x2xi64>, %s: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+    %y = "onnx.MaxUnpool"(%x, %i, %s) {kernel_shape = [2 : i64, 2 : i64], strides = [2 : i64, 2 : i64]} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+    func.return %y : tensor<?x?x?x?xf32>
+  }
+}
+
+// -----
+
+// TensorScatter (circular): cache position p of sample n takes update[(p - w[n]) mod 4]
+// where that offset is below the update's length 2, else keeps the cache's value.
+// CHECK-LABEL: func.func @tensor_scatter
+// CHECK-SAME:    (%[[C:.*]]: tensor<2x4x5xf32>, %[[U:.*]]: tensor<2x2x5xf32>, %[[W:.*]]: tensor<2xi64>)
+// CHECK:         %[[START:.*]] = "core.Reshape"(%[[W]], %{{.*}}) : (tensor<2xi64>, tensor<3xi64>) -> tensor<2x1x1xi64>
+// CHECK:         %[[P:.*]] = core.Constant {value = dense<{{\[\[\[}}0], [1], [2], [3]]]> : tensor<1x4x1xi64>}
+// CHECK:         %[[D:.*]] = "core.Subtract"(%[[P]], %[[START]]) : (tensor<1x4x1xi64>, tensor<2x1x1xi64>) -> tensor<2x4x1xi64>
+// CHECK:         %[[OFF:.*]] = "core.FloorMod"(%[[D]], %{{.*}})
+// CHECK:         %[[LO:.*]] = "core.GreaterEqual"(%[[OFF]], %{{.*}})
+// CHECK:         %[[TWO:.*]] = core.Constant {value = dense<2> : tensor<i64>}
+// CHECK:         %[[HI:.*]] = "core.Less"(%[[OFF]], %[[TWO]])
+// CHECK:         %[[IN:.*]] = "core.LogicalAnd"(%[[LO]], %[[HI]])
+// CHECK:         %[[CL:.*]] = "core.Clamp"(%[[OFF]]) {min = 0.000000e+00 : f64, max = 1.000000e+00 : f64}
+// CHECK:         %[[IDX:.*]] = "core.Broadcast"(%[[CL]], %{{.*}}) {mode = "numpy"} : (tensor<2x4x1xi64>, tensor<3xi64>) -> tensor<2x4x5xi64>
+// CHECK:         %[[T:.*]] = "core.GatherElements"(%[[U]], %[[IDX]]) {axis = 1 : i64}
+// CHECK:         "core.Select"(%[[IN]], %[[T]], %[[C]])
+builtin.module attributes {onnx.opset_import = {"" = 24 : i64}} {
+  func.func @tensor_scatter(%c: tensor<2x4x5xf32>, %u: tensor<2x2x5xf32>, %w: tensor<2xi64>) -> tensor<2x4x5xf32> {
+    %y = "onnx.TensorScatter"(%c, %u, %w) {mode = "circular"} : (tensor<2x4x5xf32>, tensor<2x2x5xf32>, tensor<2xi64>) -> tensor<2x4x5xf32>
+    func.return %y : tensor<2x4x5xf32>
+  }
+}
