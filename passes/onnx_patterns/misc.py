@@ -1,12 +1,12 @@
 """ONNX ops without a family of their own: GridSample, NonMaxSuppression, DFT, STFT, LpPool and
-GlobalLpPool, Hardmax, LpNormalization."""
+GlobalLpPool, Hardmax, LpNormalization, TfIdfVectorizer."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from xdsl.dialects.builtin import i64
+from xdsl.dialects.builtin import Float32Type, i64
 
 from mlconv.dense import element_type
 from mlconv.dialects import core_elementwise as ew
@@ -18,6 +18,8 @@ from mlconv.dialects import core_vision as vision
 from mlconv.passes.onnx_patterns import lowering
 from mlconv.passes.onnx_patterns.indexing import with_element_type
 from mlconv.passes.onnx_patterns.nn import spatial_rank, window_attributes
+
+F32 = Float32Type()
 
 _GRID_MODES = {
     "linear": "bilinear",
@@ -169,3 +171,97 @@ def stft(op, b):
             onesided=bool(b.attr(op, "onesided", 1)),
         )
     ]
+
+
+def _pool_grams(op, b, pool):
+    """(size, output index, items) of the pool's n-grams with min <= size <= max, in pool
+    order: `ngram_counts` gives where each size's grams start; a gram's id (its place among
+    all the pool's grams) picks its output index from `ngram_indexes`."""
+    counts = list(b.attr(op, "ngram_counts"))
+    indexes = list(b.attr(op, "ngram_indexes"))
+    low, high = b.attr(op, "min_gram_length"), b.attr(op, "max_gram_length")
+    grams, gram_id = [], 0
+    for size, start in enumerate(counts, start=1):
+        end = counts[size] if size < len(counts) else len(pool)
+        for first in range(start, end - size + 1, size):
+            if low <= size <= high:
+                grams.append((size, indexes[gram_id], tuple(pool[first : first + size])))
+            gram_id += 1
+    return grams
+
+
+@lowering("TfIdfVectorizer", 9)
+def tfidf_vectorizer(op, b):
+    """Counts of the pool's n-grams in each row of integer tokens, weighted by `mode`. An
+    n-gram of size n >= 2 is counted at every skip distance d = 1 .. max_skip_count + 1 (its
+    items d apart), a unigram once. Per (size, distance): the n shifted slices of the row are
+    compared with the pool's grams of that size (rows x positions x grams), and-ed, and summed
+    over positions; a one-hot MatMul adds each gram's count to its output index."""
+    x = op.operands[0]
+    pool = b.attr(op, "pool_int64s")
+    if not pool:
+        raise b.fail("string pools are not supported (string tensors)")
+    shape = x.type.get_shape() if b.rank(x) else None
+    if shape is None or len(shape) not in (1, 2) or shape[-1] < 0:
+        raise b.fail("needs a [C] or [N, C] input with a static C")
+    mode = b.attr(op, "mode")
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise b.fail(f"unknown mode '{mode}' (TF, IDF or TFIDF)")
+    grams = _pool_grams(op, b, list(pool))
+    size_out = max(b.attr(op, "ngram_indexes")) + 1
+    rows = x if len(shape) == 2 else b(ct.UnsqueezeOp, x, b.ints([0]))
+    if b.dtype(rows) != np.int64:
+        rows = b(ct.ConvertOp, rows, destination_type=i64)
+    length = shape[-1]
+    max_skip = b.attr(op, "max_skip_count", 0)
+    total = None
+    for size in sorted({g[0] for g in grams}):
+        chosen = [g for g in grams if g[0] == size]
+        items = np.asarray([g[2] for g in chosen], np.int64)  # (grams, size)
+        onehot = np.zeros((len(chosen), size_out), np.float32)
+        onehot[np.arange(len(chosen)), [g[1] for g in chosen]] = 1
+        for distance in range(1, (max_skip + 1 if size > 1 else 1) + 1):
+            span = length - (size - 1) * distance
+            if span <= 0:
+                continue
+            hit = None
+            for j in range(size):
+                part = b(
+                    ci.SliceOp,
+                    rows,
+                    b.ints([j * distance]),
+                    b.ints([j * distance + span]),
+                    b.ints([1]),
+                    b.ints([1]),
+                )
+                part = b(ct.UnsqueezeOp, part, b.ints([2]))  # (N, span, 1)
+                equal = b(ew.EqualOp, part, b.const(items[:, j]))
+                hit = equal if hit is None else b(ew.LogicalAndOp, hit, equal)
+            found = b(ct.ConvertOp, hit, destination_type=F32)
+            count = b(ct.ReduceSumOp, found, b.ints([1]), keep_dims=False)  # (N, grams)
+            count = b(nn.MatMulOp, count, b.const(onehot), transpose_a=False, transpose_b=False)
+            total = count if total is None else b(ew.AddOp, total, count)
+    if total is None:
+        total = b(
+            ct.BroadcastOp,
+            b.const(np.float32(0)),
+            b.ints([shape[0] if len(shape) == 2 else 1, size_out]),
+            None,
+            mode="numpy",
+        )
+    weights = b.attr(op, "weights")
+    if mode == "IDF":
+        zero = b.const(np.float32(0))
+        present = b(ew.GreaterOp, total, zero)
+        value = b.const(np.asarray(weights, np.float32)) if weights else b.const(np.float32(1))
+        total = b(
+            ct.SelectOp,
+            present,
+            b(ct.BroadcastOp, value, b.ints([size_out]), None, mode="numpy"),
+            zero,
+        )
+    elif mode == "TFIDF" and weights:
+        total = b(ew.MultiplyOp, total, b.const(np.asarray(weights, np.float32)))
+    if len(shape) == 1:
+        total = b(ct.SqueezeOp, total, b.ints([0]))
+    return [total]

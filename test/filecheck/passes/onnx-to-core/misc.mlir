@@ -53,3 +53,34 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
     func.return %sel : tensor<?x3xi64>
   }
 }
+
+// -----
+
+// TfIdfVectorizer: the pool holds unigram 7 (id 0, below min_gram_length: never counted) and
+// bigram (3, 4) (id 1 -> output 0). The bigram is counted at skip distances 1 and 2: per
+// distance the row's two shifted slices are compared with the gram's items, and-ed, summed
+// over positions, and a one-hot MatMul puts the counts at output index 0; TFIDF weighs them.
+// CHECK-LABEL: func.func @tfidf
+// CHECK:         %[[X:.*]] = "core.Convert"(%{{.*}}) {destination_type = i64} : (tensor<2x5xi32>) -> tensor<2x5xi64>
+// CHECK:         "core.Slice"(%[[X]], {{.*}}) -> tensor<2x4xi64>
+// CHECK:         %[[A1:.*]] = "core.Equal"(%{{.*}}, %{{.*}}) : (tensor<2x4x1xi64>, tensor<1xi64>) -> tensor<2x4x1xi1>
+// CHECK:         "core.Slice"(%[[X]], {{.*}}) -> tensor<2x4xi64>
+// CHECK:         %[[B1:.*]] = "core.Equal"
+// CHECK:         %[[H1:.*]] = "core.LogicalAnd"(%[[A1]], %[[B1]])
+// CHECK:         %[[F1:.*]] = "core.Convert"(%[[H1]]) {destination_type = f32}
+// CHECK:         %[[C1:.*]] = "core.ReduceSum"(%[[F1]], %{{.*}}) {keep_dims = false} : (tensor<2x4x1xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+// CHECK:         %[[ONEHOT:.*]] = core.Constant {value = dense<{{\[\[}}1.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<1x3xf32>}
+// CHECK:         %[[O1:.*]] = "core.MatMul"(%[[C1]], %[[ONEHOT]])
+// CHECK:         "core.Slice"(%[[X]], {{.*}}) -> tensor<2x3xi64>
+// CHECK:         "core.Slice"(%[[X]], {{.*}}) -> tensor<2x3xi64>
+// CHECK:         %[[O2:.*]] = "core.MatMul"
+// CHECK:         %[[T:.*]] = "core.Add"(%[[O1]], %[[O2]])
+// CHECK:         %[[W:.*]] = core.Constant {value = dense<[5.000000e-01, 1.000000e+00, 2.000000e+00]> : tensor<3xf32>}
+// CHECK:         %[[Y:.*]] = "core.Multiply"(%[[T]], %[[W]])
+// CHECK:         func.return %[[Y]]
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @tfidf(%x: tensor<2x5xi32>) -> tensor<2x3xf32> {
+    %y = "onnx.TfIdfVectorizer"(%x) {mode = "TFIDF", min_gram_length = 2 : i64, max_gram_length = 2 : i64, max_skip_count = 1 : i64, ngram_counts = [0 : i64, 1 : i64], ngram_indexes = [2 : i64, 0 : i64], pool_int64s = [7 : i64, 3 : i64, 4 : i64], weights = [0.5 : f32, 1.0 : f32, 2.0 : f32]} : (tensor<2x5xi32>) -> tensor<2x3xf32>
+    func.return %y : tensor<2x3xf32>
+  }
+}
