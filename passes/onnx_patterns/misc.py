@@ -199,7 +199,7 @@ def tfidf_vectorizer(op, b):
     over positions; a one-hot MatMul adds each gram's count to its output index."""
     x = op.operands[0]
     pool = b.attr(op, "pool_int64s")
-    if not pool:
+    if b.attr(op, "pool_strings") or not pool:
         raise b.fail("string pools are not supported (string tensors)")
     shape = x.type.get_shape() if b.rank(x) else None
     if shape is None or len(shape) not in (1, 2) or shape[-1] < 0:

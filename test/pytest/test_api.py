@@ -158,20 +158,11 @@ def test_lowering_a_dynamic_batch_is_one_line() -> None:
 
 
 def _unsupported_model() -> onnx.ModelProto:
-    """Relu (lowered) besides two TfIdfVectorizer nodes and a MelWeightMatrix (no lowering)."""
-    tfidf = {
-        "mode": "TF",
-        "min_gram_length": 1,
-        "max_gram_length": 1,
-        "max_skip_count": 0,
-        "ngram_counts": [0],
-        "ngram_indexes": [0],
-        "pool_int64s": [1],
-    }
+    """Relu (lowered) besides two ImageDecoder nodes and a MelWeightMatrix (no lowering)."""
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
-        helper.make_node("TfIdfVectorizer", ["ids"], ["a"], name="tfidf_a", **tfidf),
-        helper.make_node("TfIdfVectorizer", ["ids"], ["b"], name="tfidf_b", **tfidf),
+        helper.make_node("ImageDecoder", ["image"], ["a"], name="decode_a"),
+        helper.make_node("ImageDecoder", ["image"], ["b"], name="decode_b"),
         helper.make_node("MelWeightMatrix", ["n", "n", "n", "lo", "lo"], ["m"], name="mel"),
     ]
     graph = helper.make_graph(
@@ -179,17 +170,17 @@ def _unsupported_model() -> onnx.ModelProto:
         "unsupported",
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 1]),
-            helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 6]),
+            helper.make_tensor_value_info("image", TensorProto.UINT8, [16]),
             helper.make_tensor_value_info("n", TensorProto.INT64, []),
             helper.make_tensor_value_info("lo", TensorProto.FLOAT, []),
         ],
         [
-            helper.make_tensor_value_info("a", TensorProto.FLOAT, None),
-            helper.make_tensor_value_info("b", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("a", TensorProto.UINT8, None),
+            helper.make_tensor_value_info("b", TensorProto.UINT8, None),
             helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
         ],
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 
 def test_missing_lowerings_are_one_line_listing_every_op_version(tmp_path: Path) -> None:
@@ -200,9 +191,9 @@ def test_missing_lowerings_are_one_line_listing_every_op_version(tmp_path: Path)
             mlconv.compile(model, device="cpu")
         message = str(error.value)
         assert "\n" not in message
-        assert "no lowering to core for 2 onnx op type(s) at opset 17" in message
+        assert "no lowering to core for 2 onnx op type(s) at opset 20" in message
         assert "MelWeightMatrix-17 (1 node: mel)" in message
-        assert "TfIdfVectorizer-9 (2 nodes: tfidf_a, tfidf_b)" in message
+        assert "ImageDecoder-20 (2 nodes: decode_a, decode_b)" in message
         assert "Relu" not in message
 
 

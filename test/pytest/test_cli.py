@@ -321,42 +321,37 @@ def test_run_input_contradicting_the_model(array, mention: str, tmp_path: Path) 
 
 def _check_model(path: Path, broken: bool) -> Path:
     """x[N,4,2,2] -> Relu (lowers); when `broken`, also a Reshape to a shape input of unknown
-    length feeding GlobalAveragePool and GlobalMaxPool (their patterns need a rank) and a
-    TfIdfVectorizer (no pattern)."""
+    length feeding GlobalAveragePool and GlobalMaxPool (their patterns need a rank) and an
+    ImageDecoder (no pattern)."""
     from onnx import TensorProto, helper
 
     nodes = [helper.make_node("Relu", ["x"], ["q"], name="relu")]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 2, 2])]
     outputs = ["q"]
     if broken:
-        tfidf = dict(mode="TF", min_gram_length=1, max_gram_length=1, max_skip_count=0)
         nodes += [
             helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape"),
             helper.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
-            helper.make_node(
-                "TfIdfVectorizer",
-                ["ids"],
-                ["t"],
-                name="tfidf",
-                **tfidf,
-                ngram_counts=[0],
-                ngram_indexes=[0],
-                pool_int64s=[1],
-            ),
+            helper.make_node("ImageDecoder", ["image"], ["t"], name="decode"),
             helper.make_node("GlobalMaxPool", ["r"], ["p2"], name="gmp"),
         ]
         inputs += [
             helper.make_tensor_value_info("s", TensorProto.INT64, None),
-            helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 6]),
+            helper.make_tensor_value_info("image", TensorProto.UINT8, [16]),
         ]
         outputs += ["p", "t", "p2"]
     graph = helper.make_graph(
         nodes,
         "check",
         inputs,
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [
+            helper.make_tensor_value_info(
+                n, TensorProto.UINT8 if n == "t" else TensorProto.FLOAT, None
+            )
+            for n in outputs
+        ],
     )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
     return path
 
 
@@ -367,8 +362,8 @@ def test_check_reports_every_op_that_would_fail(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
         f"{model}: loc(\"gap\"): error: 'onnx.GlobalAveragePool' op needs the rank of its input",
-        f"{model}: loc(\"tfidf\"): error: 'onnx.TfIdfVectorizer' op has no lowering to core "
-        "(onnx.TfIdfVectorizer-9 at opset 17)",
+        f"{model}: loc(\"decode\"): error: 'onnx.ImageDecoder' op has no lowering to core "
+        "(onnx.ImageDecoder-20 at opset 20)",
         f"{model}: loc(\"gmp\"): error: 'onnx.GlobalMaxPool' op needs the rank of its input",
         f"{model}: error: 3 op(s) would fail to lower",
     ]

@@ -62,8 +62,8 @@ def test_every_framework_reports_unsupported_ops_in_one_format():
         assert match, f"{dialect}: {message}"
         assert match.group(3) == dialect
     assert reports["onnx"] == (
-        "no lowering to core for 2 onnx op type(s) at opset 17: "
-        "onnx.MelWeightMatrix-17 (1 node: mel); onnx.TfIdfVectorizer-9 (2 nodes: tfidf_a, tfidf_b)"
+        "no lowering to core for 2 onnx op type(s) at opset 20: "
+        "onnx.ImageDecoder-20 (2 nodes: decode_a, decode_b); onnx.MelWeightMatrix-17 (1 node: mel)"
         + HINT
     )
     assert reports["tf"] == (

@@ -38,7 +38,6 @@ ONNX_UNREAD: dict[tuple[str, str], str] = {
         "*",
         "consumed_inputs",
     ): "opset-1 in-place hint for Caffe2's memory planner; no effect on values",
-    ("BatchNormalization", "momentum"): "updates running statistics in training mode, refused",
     ("Cast", "to"): "the importer types the result from it; the pattern converts to that type",
     ("BitCast", "to"): "the importer types the result from it; the pattern reads the result type",
     ("Cast", "round_mode"): "only for FLOAT8E8M0 targets, which the dialect refuses",
