@@ -28,7 +28,8 @@ within 1e-1 of the largest magnitude (TF32 on both sides).
 
 Throughput: torchvision ResNet50 (seeded random weights, BatchNorm statistics from random
 activations) exported by `torch.onnx.export` (TorchScript, opset 17, dynamic batch), at each
-batch of `--batches`: mlconv in float32 and in bfloat16 (tpu-bf16), jaxonnxruntime in float32
+batch of `--batches`: mlconv in float32 and in bfloat16 (tpu-bf16, its products rounded as a
+TPU does and, `gpu`, as XLA:GPU's kernels write them: tpu-bf16's `products`), jaxonnxruntime in float32
 and with its weights and input cast to bfloat16, PyTorch in float32 (TF32) and bfloat16
 (autocast, channels_last). Each round dispatches `--runs` calls and waits for the last;
 images/s is the median over rounds, and TFLOP/s counts ResNet50's 8.2 GFLOP per 224x224 image
@@ -364,6 +365,9 @@ def run_throughput(args, device) -> None:
                 "mlconv bfloat16": OnDevice(
                     latency.Mlconv(path, args.device, inputs, True, bf16=True), device
                 ),
+                "mlconv bfloat16 gpu": OnDevice(
+                    latency.Mlconv(path, args.device, inputs, True, bf16="bfloat16"), device
+                ),
                 "naive float32": Naive(model, inputs, device),
                 "naive bfloat16": Naive(model, inputs, device, dtype=jax.numpy.bfloat16),
                 "torch float32": TorchPeer(torch_model, [inputs[name]], args.device),
@@ -372,7 +376,7 @@ def run_throughput(args, device) -> None:
             rates = {k: throughput(r, batch, args.rounds, args.runs) for k, r in runners.items()}
             for key, rate in rates.items():
                 tflops = rate * RESNET50_GFLOP / 1e3
-                naive = rates["naive " + key.split()[-1]]
+                naive = rates["naive " + key.split()[1]]
                 share = f"{100 * tflops / peak:>7.1f}%" if peak else f"{'':>8}"
                 print(
                     f"{batch:<7}{key:<22}{rate:>10.0f}{tflops:>9.1f}{share}{rate / naive:>10.2f}",

@@ -105,7 +105,7 @@ class Mlconv:
         device: str,
         inputs: dict[str, np.ndarray],
         target_passes: bool,
-        bf16: bool = False,
+        bf16: bool | str = False,
     ):
         from mlconv.backends.jax_backend import compile_module
         from mlconv.dialects import make_context
@@ -125,7 +125,8 @@ class Mlconv:
         if bf16:
             from mlconv.passes.tpu_bf16 import TpuBf16Pass
 
-            TpuBf16Pass().apply(ctx, module)
+            # bf16 names tpu-bf16's `products` form ("float32" when True)
+            TpuBf16Pass(products=bf16 if isinstance(bf16, str) else "float32").apply(ctx, module)
         self.passes_s = time.perf_counter() - start
         start = time.perf_counter()
         self.run = compile_module(module, device)

@@ -1,6 +1,9 @@
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16)' --split-input-file | filecheck %s
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{filterlist=exp})' --split-input-file | filecheck %s --check-prefix=FILTER
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{filterlist=add_node})' --split-input-file | filecheck %s --check-prefix=BYNAME
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16)' --split-input-file | filecheck %s --check-prefix=GPU
+// RUN: not mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{products=half})' 2>&1 | filecheck %s --check-prefix=BADFORM
+// BADFORM: tpu-bf16: products 'half' is not one of float32, bfloat16
 
 // The region computes in bf16 between one conversion in and one out; the signature stays f32.
 // CHECK-LABEL: func.func @exp_add
@@ -71,6 +74,13 @@ func.func @iota_convert() -> tensor<4xf32> {
 // CHECK-NEXT:    %[[UP:.*]] = "tpu.convert_element_type"(%[[MUL]]) {new_dtype = f32, {{.*}}} : (tensor<1x2xbf16>) -> tensor<1x2xf32>
 // CHECK-NEXT:    %[[SUM:.*]] = "tpu.reduce_sum"(%[[UP]]) {{.*}} : (tensor<1x2xf32>) -> tensor<1xf32>
 // CHECK-NEXT:    tpu.yield %[[SUM]] : tensor<1xf32>
+// With products=bfloat16 (XLA:GPU's form) the dot writes bf16 (accumulating in f32 inside
+// its kernel) and its epilogue runs in bf16.
+// GPU-LABEL: func.func @dot_epilogue_sum
+// GPU:         %[[D:.*]] = "tpu.dot_general"(%{{.*}}, %{{.*}}) {{{.*}}preferred_element_type = bf16{{.*}}} : (tensor<1x4xbf16>, tensor<4x2xbf16>) -> tensor<1x2xbf16>
+// GPU-NEXT:    %[[ADD:.*]] = "tpu.add"(%[[D]], %{{.*}}) : (tensor<1x2xbf16>, tensor<1x2xbf16>) -> tensor<1x2xbf16>
+// GPU-NEXT:    %[[RELU:.*]] = "tpu.max"(%[[ADD]], %{{.*}}) : (tensor<1x2xbf16>, tensor<1x2xbf16>) -> tensor<1x2xbf16>
+// GPU-NEXT:    %[[MUL:.*]] = "tpu.mul"(%[[RELU]], %[[RELU]]) : (tensor<1x2xbf16>, tensor<1x2xbf16>) -> tensor<1x2xbf16>
 func.func @dot_epilogue_sum(%x: tensor<1x4xf32>) -> tensor<1xf32> {
   %0 = "tpu.region"(%x) ({
   ^bb0(%a: tensor<1x4xf32>):
