@@ -1,5 +1,5 @@
 """Convolution core ops: Convolution, GroupConvolution and their transposes
-(ConvolutionBackpropData). Data NC[D]HW, filters OI[D]HW, group filters G x O/G x I/G x [D]HW.
+(ConvolutionBackpropData), and Col2Im (the inverse of im2col). Data NC[D]HW, filters OI[D]HW, group filters G x O/G x I/G x [D]HW.
 """
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dialects.core_base import INTS, STR, CoreOp, core_op
 
@@ -295,3 +296,81 @@ class GroupConvolutionBackpropDataOp(CoreOp):
 
 
 OPS += [ConvolutionBackpropDataOp, GroupConvolutionBackpropDataOp]
+
+
+@core_op(
+    operands=("data", "image_shape", "block_shape"),
+    attributes={
+        "strides": (INTS, ()),
+        "pads_begin": (INTS, ()),
+        "pads_end": (INTS, ()),
+        "dilations": (INTS, ()),
+    },
+    static_operands=("image_shape", "block_shape"),
+)
+class Col2ImOp(CoreOp):
+    """Rearrange columns into an image, summing where blocks overlap: `data` is
+    (N, C * prod(block_shape), L), each column one block of `block_shape` (row-major) at one of
+    the L block positions (row-major over the positions a sliding window with `strides`,
+    `dilations`, `pads_begin`/`pads_end` takes over `image_shape`); the result is
+    (N, C, *image_shape). Empty attributes mean strides/dilations 1 and no padding (ONNX
+    Col2Im-18; OpenVINO opset15 Col2Im for two spatial dims).
+
+        %y = "core.Col2Im"(%x, %image, %block) {strides = array<i64: 1, 1>, ...}
+               : (tensor<1x5x5xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x1x5x5xf32>
+    """
+
+    name = "core.Col2Im"
+    VERSION = 15
+
+    def verify_(self) -> None:
+        values = self.attribute_values()
+        lengths = {len(v) for v in values.values() if len(v)}
+        if len(lengths) > 1:
+            raise VerifyException(
+                "strides, pads_begin, pads_end and dilations must have one value per spatial dim"
+            )
+
+    @staticmethod
+    def semantics(data, image_shape, block_shape, *, strides, pads_begin, pads_end, dilations):
+        image = [int(v) for v in np.asarray(image_shape).reshape(-1)]
+        block = [int(v) for v in np.asarray(block_shape).reshape(-1)]
+        rank = len(image)
+        strides = tuple(strides) or (1,) * rank
+        dilations = tuple(dilations) or (1,) * rank
+        begin, end = tuple(pads_begin) or (0,) * rank, tuple(pads_end) or (0,) * rank
+        if len(block) != rank or any(len(v) != rank for v in (strides, dilations, begin, end)):
+            raise ValueError("image_shape, block_shape and the attributes differ in rank")
+        padded = [image[d] + begin[d] + end[d] for d in range(rank)]
+        counts = [
+            (padded[d] - (dilations[d] * (block[d] - 1) + 1)) // strides[d] + 1 for d in range(rank)
+        ]
+        n, channels_blocks, length = data.shape
+        if channels_blocks % int(np.prod(block)) or length != int(np.prod(counts)):
+            raise ValueError(
+                f"data {data.shape} does not hold blocks {block} at {counts} positions"
+            )
+        # A grouped transposed convolution (one group per channel) whose filter k is one-hot
+        # at block position k: each column's values land at their block offsets, overlapping
+        # blocks add up; the padding crops the image out of the padded extent.
+        size = int(np.prod(block))
+        channels = channels_blocks // size
+        filters = np.eye(size, dtype=np.float32).reshape(1, size, 1, *block)
+        filters = jnp.asarray(np.broadcast_to(filters, (channels, size, 1, *block)))
+        spread = [
+            padded[d] - (strides[d] * (counts[d] - 1) + dilations[d] * (block[d] - 1) + 1)
+            for d in range(rank)
+        ]
+        return _transposed_convolve(
+            data.reshape(n, channels_blocks, *counts),
+            filters,
+            channels,
+            strides,
+            begin,
+            end,
+            dilations,
+            spread,
+        )
+
+
+OPS += [Col2ImOp]

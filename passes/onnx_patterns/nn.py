@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 
 from mlconv.dense import element_type
+from mlconv.dialects import core_conv as conv_ops
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct
@@ -458,3 +459,21 @@ def _group_normalization(per_group_affine: bool):
 
 lowering("GroupNormalization", 18)(_group_normalization(True))
 lowering("GroupNormalization", 21)(_group_normalization(False))
+
+
+@lowering("Col2Im", 18)
+def col2im(op, b):
+    data, image, block = (b.input(op, n) for n in ("input", "image_shape", "block_shape"))
+    pads = list(b.attr(op, "pads", []))
+    return [
+        b(
+            conv_ops.Col2ImOp,
+            data,
+            image,
+            block,
+            strides=b.attr(op, "strides", []),
+            pads_begin=pads[: len(pads) // 2],
+            pads_end=pads[len(pads) // 2 :],
+            dilations=b.attr(op, "dilations", []),
+        )
+    ]

@@ -110,3 +110,11 @@ func.func @roi_pooling_bilinear(%x: tensor<1x3x8x8xf32>, %rois: tensor<4x5xf32>)
   %y = "core.ROIPooling"(%x, %rois) {pooled_h = 2 : i64, pooled_w = 2 : i64, method = "bilinear"} : (tensor<1x3x8x8xf32>, tensor<4x5xf32>) -> tensor<*xf32>
   func.return %y : tensor<*xf32>
 }
+
+// -----
+
+func.func @col2im_ranks_differ(%x: tensor<1x8x4xf32>, %image: tensor<2xi64>, %block: tensor<2xi64>) -> tensor<*xf32> {
+  // expected-error @+1 {{'core.Col2Im' op strides, pads_begin, pads_end and dilations must have one value per spatial dim}}
+  %y = "core.Col2Im"(%x, %image, %block) {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1, 1>} : (tensor<1x8x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<*xf32>
+  func.return %y : tensor<*xf32>
+}

@@ -176,3 +176,17 @@ func.func @pairwise_coupling(%r: tensor<?x3x3xf32>) -> tensor<?x3xf32> {
   %p = "core.PairwiseCoupling"(%r) : (tensor<?x3x3xf32>) -> tensor<?x3xf32>
   func.return %p : tensor<?x3xf32>
 }
+
+// -----
+
+// Col2Im: columns of 2x2 blocks at 2x2 positions (stride 1) back into a 3x3 image, summing
+// where the blocks overlap.
+
+// CHECK-LABEL: func.func @col2im
+// CHECK:         "core.Col2Im"(%{{.*}}, %{{.*}}, %{{.*}}) {strides = array<i64: 1, 1>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x2x3x3xf32>
+func.func @col2im(%x: tensor<1x8x4xf32>) -> tensor<1x2x3x3xf32> {
+  %image = core.Constant {value = dense<3> : tensor<2xi64>} : tensor<2xi64>
+  %block = core.Constant {value = dense<2> : tensor<2xi64>} : tensor<2xi64>
+  %y = "core.Col2Im"(%x, %image, %block) {strides = array<i64: 1, 1>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x2x3x3xf32>
+  func.return %y : tensor<1x2x3x3xf32>
+}

@@ -132,3 +132,17 @@ builtin.module attributes {onnx.opset_import = {"" = 15 : i64}} {
     func.return %y#0, %y#1, %y#2 : tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>
   }
 }
+
+// -----
+
+// Col2Im-18: one core.Col2Im; ONNX's pads (begins then ends) split into pads_begin/pads_end,
+// and the image and block shapes (model inputs here) stay static operands, bound per call.
+// CHECK-LABEL: func.func @col2im
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x5x15xf32>, %[[I:.*]]: tensor<2xi64>, %[[B:.*]]: tensor<2xi64>)
+// CHECK:         "core.Col2Im"(%[[X]], %[[I]], %[[B]]) {strides = array<i64>, pads_begin = array<i64: 0, 1>, pads_end = array<i64: 0, 1>, dilations = array<i64>} : (tensor<1x5x15xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?x?x?xf32>
+builtin.module attributes {onnx.opset_import = {"" = 18 : i64}} {
+  func.func @col2im(%x: tensor<1x5x15xf32>, %image: tensor<2xi64>, %block: tensor<2xi64>) -> tensor<?x?x?x?xf32> {
+    %y = "onnx.Col2Im"(%x, %image, %block) {pads = [0 : i64, 1 : i64, 0 : i64, 1 : i64]} : (tensor<1x5x15xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?x?x?xf32>
+    func.return %y : tensor<?x?x?x?xf32>
+  }
+}
