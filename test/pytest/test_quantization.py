@@ -509,7 +509,15 @@ TFLITE_SHARE = 0.2
 PLAIN_STATIC_GAIN = {"mobilenetv2": 0.93, "resnet50": 0.8}
 
 
-@pytest.fixture(scope="session", params=["mobilenetv2", "resnet50"])
+# Each model's tests form one xdist group (.ci/run passes --dist loadgroup), so one worker trains
+# it where the weight cache is empty; spread over both workers, each trained both models.
+@pytest.fixture(
+    scope="session",
+    params=[
+        pytest.param(name, marks=pytest.mark.xdist_group(f"trained_{name}"))
+        for name in ("mobilenetv2", "resnet50")
+    ],
+)
 def trained_model(request, tmp_path_factory):
     """quant_models' trained keras.applications model (once per session; cached weights
     when the cache has them), saved as a SavedModel, with 100 calibration images, 500
