@@ -23,6 +23,16 @@ from mlconv.errors import BackendError
 PLATFORMS = ("cpu", "cuda", "tpu")
 """The platforms every jax.export of mlconv (the artifact, the SavedModel form) is lowered for."""
 
+
+def export_function(body: Any, specs: Any, platforms: Any = PLATFORMS, **jit_options: Any) -> Any:
+    """`jax.export` of `jax.jit(body, **jit_options)` traced at `specs` (ShapeDtypeStructs),
+    lowered for `platforms`: the one way mlconv writes an export."""
+    import jax  # heavy: only the converter's writers export
+    from jax import export
+
+    return export.export(jax.jit(body, **jit_options), platforms=tuple(platforms))(*specs)
+
+
 ALLOWED_TARGETS = frozenset(
     {
         # sharding annotations of the sharded exports (converter/sharding.py)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from mlconv.backends.export_check import export_function
 from mlconv.errors import BackendError
 
 BATCH = "b"
@@ -433,14 +434,12 @@ def arg_specs(block: Any, generalized: Generalized, dims: Mapping[str, Any]) -> 
 
 def export_region(region: Any, generalized: Generalized, platforms: Sequence[str]) -> Any:
     """The region as a `jax.export.Exported` whose inputs have the symbolic dimensions."""
-    import jax
-    from jax import export
 
     dims = symbolic_scope(generalized.symbols)
     body = region_function(region, generalized, dims)
     specs = arg_specs(region.body.block, generalized, dims)
     try:
-        return export.export(jax.jit(body), platforms=tuple(platforms))(*specs)
+        return export_function(body, specs, platforms)
     except SymbolicShapeError:
         raise
     except Exception as error:  # noqa: BLE001 - jax's shape-polymorphism refusals

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.export_check import PLATFORMS, deserialize_checked
+from mlconv.backends.export_check import PLATFORMS, deserialize_checked, export_function
 from mlconv.converter.artifact_manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -285,8 +285,6 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
         from mlconv.backends.symbolic import export_region
 
         return export_region(region, symbolic, PLATFORMS)
-    import jax
-    from jax import export
 
     from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
@@ -297,7 +295,7 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
         op: to_numpy(op.value) for op in region.body.walk() if isinstance(op, tpu.ConstantOp)
     }
     body = lambda *args: tuple(interpret_block(block, constants, args))  # noqa: E731
-    return export.export(jax.jit(body), platforms=PLATFORMS)(*region_specs(region))
+    return export_function(body, region_specs(region))
 
 
 def region_specs(region: Any) -> list[Any]:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.export_check import PLATFORMS
+from mlconv.backends.export_check import PLATFORMS, export_function
 from mlconv.errors import BackendError, InputError
 
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
@@ -423,14 +423,12 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
         )
         for arg in body.args
     ]
-    return export.export(jax.jit(rows_of), platforms=PLATFORMS)(*specs)
+    return export_function(rows_of, specs)
 
 
 def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
     """The batch op's body, its inputs' 0th dimension the symbolic batch `b`, exported whole:
     it computes the rows of a batch together, as TensorFlow's BatchFunction does."""
-    import jax
-    from jax import export
 
     from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
     from mlconv.dialects import tpu
@@ -469,7 +467,7 @@ def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
                 raise BackendError.at(op, "cannot run in a tpu.batch body (tpu.region only)")
         raise BackendError.at(batch, "has no tpu.yield")
 
-    return export.export(jax.jit(rows), platforms=PLATFORMS)(*arg_specs(body, symbolic, dims))
+    return export_function(rows, arg_specs(body, symbolic, dims))
 
 
 def describe_batch(

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from mlconv.backends.export_check import PLATFORMS, deserialize_checked
+from mlconv.backends.export_check import deserialize_checked, export_function
 from mlconv.converter.artifact_manifest import ArtifactFiles
 from mlconv.errors import BackendError
 from mlconv.signature.inputs import InputSpec, bind_inputs
@@ -47,7 +47,6 @@ def export_main(module: Any) -> Any:
     """A tpu-level module's `@main` (tpu.regions and func.return) as a `jax.export.Exported`
     with its constants inside, lowered for every platform the artifact serves."""
     import jax
-    from jax import export
     from xdsl.dialects import func
 
     from mlconv.dense import numpy_dtype, to_numpy
@@ -85,7 +84,7 @@ def export_main(module: Any) -> Any:
                 raise BackendError.at(op, "is outside a tpu.region in a host stage")
         raise BackendError("host stage without func.return")
 
-    return export.export(jax.jit(body), platforms=PLATFORMS)(*specs)
+    return export_function(body, specs)
 
 
 def _specs(entries: Sequence[Mapping[str, Any]]) -> list[InputSpec]:

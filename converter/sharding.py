@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from mlconv.backends.export_check import export_function
 from mlconv.errors import BackendError, OptionError
 
 AXES = ("x", "y", "z", "core")
@@ -213,7 +214,6 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     """`region` (a tpu.region with static shapes) as a `jax.export.Exported` for `spec`'s mesh:
     inputs split on dimension 0, weights as further arguments split by `weight_dims`."""
     import jax
-    from jax import export
 
     from mlconv.converter.artifact import region_specs
     from mlconv.dense import to_numpy
@@ -247,7 +247,7 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
         ),
     ]
     every = [*specs, *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays)]
-    exported = export.export(jax.jit(body, in_shardings=shardings), platforms=platforms)(*every)
+    exported = export_function(body, every, platforms, in_shardings=shardings)
     return ShardedExport(exported, arrays, [dims[op] for op in weights])
 
 

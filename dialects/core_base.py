@@ -63,6 +63,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dense import numpy_dtype, to_numpy
+from mlconv.dialects.segments import grouped
 
 AnyTensor = TensorType | UnrankedTensorType
 
@@ -164,16 +165,7 @@ class CoreOp(IRDLOperation):
 
     def operand_groups(self) -> list[list[SSAValue]]:
         """Operands grouped by declaration (variadic/optional groups may have 0..n values)."""
-        groups = []
-        for spec in self.OPERANDS:
-            value = getattr(self, _field_name(spec))
-            if value is None:
-                groups.append([])
-            elif isinstance(value, SSAValue):
-                groups.append([value])
-            else:
-                groups.append(list(value))
-        return groups
+        return grouped(self, [_field_name(spec) for spec in self.OPERANDS])
 
     def verify_(self) -> None:
         for key in self.REQUIRED:

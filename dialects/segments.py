@@ -9,7 +9,8 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import IRDLOperation
 
 
-def _grouped(op: IRDLOperation, names: list[str]) -> list[list[SSAValue]]:
+def grouped(op: IRDLOperation, names: list[str]) -> list[list[SSAValue]]:
+    """The values of `op`'s fields `names`, one list each (empty for an absent optional)."""
     groups: list[list[SSAValue]] = []
     for name in names:
         value = getattr(op, name)
@@ -23,8 +24,8 @@ def _grouped(op: IRDLOperation, names: list[str]) -> list[list[SSAValue]]:
 
 
 def operand_groups(op: IRDLOperation) -> list[list[SSAValue]]:
-    return _grouped(op, [name for name, _ in type(op).get_irdl_definition().operands])
+    return grouped(op, [name for name, _ in type(op).get_irdl_definition().operands])
 
 
 def result_groups(op: IRDLOperation) -> list[list[SSAValue]]:
-    return _grouped(op, [name for name, _ in type(op).get_irdl_definition().results])
+    return grouped(op, [name for name, _ in type(op).get_irdl_definition().results])

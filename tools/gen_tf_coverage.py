@@ -47,17 +47,10 @@ def _layer_cases(keras):
         "SeparableConv2D": (lambda: L.SeparableConv2D(4, 3), image, f),
         "DepthwiseConv1D": (lambda: L.DepthwiseConv1D(3), seq, f),
         "DepthwiseConv2D": (lambda: L.DepthwiseConv2D(3), image, f),
-        "MaxPooling1D": (lambda: L.MaxPooling1D(2), seq, f),
-        "MaxPooling2D": (lambda: L.MaxPooling2D(2), image, f),
-        "MaxPooling3D": (lambda: L.MaxPooling3D(2), volume, f),
-        "AveragePooling1D": (lambda: L.AveragePooling1D(2), seq, f),
-        "AveragePooling2D": (lambda: L.AveragePooling2D(2), image, f),
-        "AveragePooling3D": (lambda: L.AveragePooling3D(2), volume, f),
-        "GlobalMaxPooling1D": (lambda: L.GlobalMaxPooling1D(), seq, f),
-        "GlobalMaxPooling2D": (lambda: L.GlobalMaxPooling2D(), image, f),
-        "GlobalAveragePooling1D": (lambda: L.GlobalAveragePooling1D(), seq, f),
-        "GlobalAveragePooling2D": (lambda: L.GlobalAveragePooling2D(), image, f),
-        "GlobalAveragePooling3D": (lambda: L.GlobalAveragePooling3D(), volume, f),
+        **_ranks(L, "MaxPooling", "123", 2, (seq, image, volume)),
+        **_ranks(L, "AveragePooling", "123", 2, (seq, image, volume)),
+        **_ranks(L, "GlobalMaxPooling", "12", None, (seq, image, volume)),
+        **_ranks(L, "GlobalAveragePooling", "123", None, (seq, image, volume)),
         "BatchNormalization": (lambda: L.BatchNormalization(), image, f),
         "LayerNormalization": (lambda: L.LayerNormalization(), seq, f),
         "GroupNormalization": (lambda: L.GroupNormalization(groups=3), image, f),
@@ -87,12 +80,8 @@ def _layer_cases(keras):
         "Reshape": (lambda: L.Reshape((4, 6)), seq, f),
         "Permute": (lambda: L.Permute((2, 1)), seq, f),
         "RepeatVector": (lambda: L.RepeatVector(3), (4,), f),
-        "Cropping1D": (lambda: L.Cropping1D(1), seq, f),
-        "Cropping2D": (lambda: L.Cropping2D(1), image, f),
-        "Cropping3D": (lambda: L.Cropping3D(1), volume, f),
-        "ZeroPadding1D": (lambda: L.ZeroPadding1D(1), seq, f),
-        "ZeroPadding2D": (lambda: L.ZeroPadding2D(1), image, f),
-        "ZeroPadding3D": (lambda: L.ZeroPadding3D(1), volume, f),
+        **_ranks(L, "Cropping", "123", 1, (seq, image, volume)),
+        **_ranks(L, "ZeroPadding", "123", 1, (seq, image, volume)),
         "UpSampling1D": (lambda: L.UpSampling1D(2), seq, f),
         "UpSampling2D(nearest)": (lambda: L.UpSampling2D(2), image, f),
         "UpSampling2D(bilinear)": (lambda: L.UpSampling2D(2, interpolation="bilinear"), image, f),
@@ -141,6 +130,17 @@ def _layer_cases(keras):
         "Solarization": (lambda: L.Solarization(0.5), image, f),
         "Identity": (lambda: L.Identity(), seq, f),
     }
+
+
+def _ranks(L, family, ranks, arg, shapes):
+    """`family`1D/2D/3D (the ranks given), each built with `arg` (or none) on the input shape of
+    its rank (shapes: the 1D, 2D and 3D ones)."""
+    cases = {}
+    for rank in ranks:
+        layer = getattr(L, f"{family}{rank}D")
+        factory = (lambda layer=layer: layer()) if arg is None else (lambda layer=layer: layer(arg))
+        cases[f"{family}{rank}D"] = (factory, shapes[int(rank) - 1], "float32")
+    return cases
 
 
 def _self(layer):
@@ -274,44 +274,57 @@ def _census_one(keras, name, model, arrays, tf_ops_seen):
         return ("matches" if worst <= RTOL else f"differs ({worst:.1e})"), types, []
 
 
+LAYER, BACKBONE = "Keras 3 layer", "keras_hub backbone"
+
+
+def _cases(keras):
+    """(kind, name, build): build(rng) gives the model and its inputs. The backbones only when
+    keras_hub is installed."""
+    for name, (factory, shape, dtype) in _layer_cases(keras).items():
+        yield LAYER, name, _layer_builder(keras, factory, shape, dtype)
+    try:
+        import keras_hub
+    except ImportError:
+        return
+    for name, factory in _backbone_cases(keras_hub).items():
+        yield BACKBONE, name, _backbone_builder(factory)
+
+
+def _layer_builder(keras, factory, shape, dtype):
+    return lambda rng: (
+        _model_from_layer(keras, factory, shape, dtype),
+        {"x": _sample(shape, dtype, rng)},
+    )
+
+
+def _backbone_builder(factory):
+    def build(rng):
+        model = factory()
+        return model, _inputs_for(model, rng)
+
+    return build
+
+
 def run_census(only: str | None = None) -> tuple[list, dict]:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
 
     rows = []
     tf_ops_seen: dict[str, set] = collections.defaultdict(set)
-    for name, (factory, shape, dtype) in _layer_cases(keras).items():
+    for kind, name, build in _cases(keras):
         if only and only not in name:
             continue
         keras.utils.set_random_seed(0)
         rng = np.random.default_rng(0)
         try:
-            model = _model_from_layer(keras, factory, shape, dtype)
-            arrays = {"x": _sample(shape, dtype, rng)}
+            model, arrays = build(rng)
             status, types, missing = _census_one(keras, name, model, arrays, tf_ops_seen)
         except Exception as error:  # noqa: BLE001 - a census row, whatever failed
-            status, types, missing = f"error: {_one_line(error)}", [], []
-        rows.append(("Keras 3 layer", name, status, types, missing))
-        print(name, status, missing, flush=True)
-    try:
-        import keras_hub
-    except ImportError:
-        keras_hub = None
-    if keras_hub is not None:
-        for name, factory in _backbone_cases(keras_hub).items():
-            if only and only not in name:
-                continue
-            keras.utils.set_random_seed(0)
-            rng = np.random.default_rng(0)
-            try:
-                model = factory()
-                arrays = _inputs_for(model, rng)
-                status, types, missing = _census_one(keras, name, model, arrays, tf_ops_seen)
-            except Exception as error:  # noqa: BLE001
+            if kind == BACKBONE:
                 traceback.print_exc()
-                status, types, missing = f"error: {_one_line(error)}", [], []
-            rows.append(("keras_hub backbone", name, status, types, missing))
-            print(name, status, missing, flush=True)
+            status, types, missing = f"error: {_one_line(error)}", [], []
+        rows.append((kind, name, status, types, missing))
+        print(name, status, missing, flush=True)
     return rows, tf_ops_seen
 
 
@@ -328,8 +341,8 @@ def render(rows, tf_ops_seen) -> str:
         mine = [r for r in rows if r[0] == kind]
         return sum(r[2] == "matches" for r in mine), len(mine)
 
-    layers_ok, layers = counts("Keras 3 layer")
-    hub_ok, hub = counts("keras_hub backbone")
+    layers_ok, layers = counts(LAYER)
+    hub_ok, hub = counts(BACKBONE)
     lowered = {t for t in tf_ops_seen if lookup("tf", t[3:], None, "core") is not None}
     lines = [
         "# TensorFlow op coverage: Keras 3 layers and keras_hub backbones",
