@@ -40,23 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-TPU_FUNCTIONS = """
-    tpu_functions {
-      function_alias: "tpu_func"
-    }
-"""
-
-SEED = """
-    batch_options {
-      num_batch_threads: 2
-      max_batch_size: 8
-      batch_timeout_micros: 5000
-      allowed_batch_sizes: 2
-      allowed_batch_sizes: 4
-      allowed_batch_sizes: 8
-      max_enqueued_batches: 10
-    }
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "pytest"))
+from seed_models import BATCH_OPTIONS as SEED  # noqa: E402 - the seed's texts and model pattern
+from seed_models import TPU_FUNCTIONS, save_tpu_func  # noqa: E402
 
 WIDE = """
     batch_options {
@@ -85,29 +71,18 @@ def save_model(folder: Path, features: int, width: int) -> Path:
     shapes = [(features, width), (width, width), (width, features)]
     weights = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32) for s in shapes]
 
-    class Model(tf.Module):
+    class MLP(tf.Module):
         def __init__(self):
             super().__init__()
             self.w = [tf.Variable(w) for w in weights]
 
-        @tf.function(input_signature=[tf.TensorSpec(shape=[None, features], dtype=tf.float32)])
-        def tpu_func(self, x):
+        def __call__(self, x):
             h = tf.tanh(tf.matmul(x, self.w[0]))
             h = tf.tanh(tf.matmul(h, self.w[1]))
             return tf.matmul(h, self.w[2])
 
-        @tf.function(input_signature=[tf.TensorSpec(shape=[None, features], dtype=tf.float32)])
-        def serve(self, x):
-            return {"y": self.tpu_func(x)}
-
-    model = Model()
     path = folder / "saved"
-    tf.saved_model.save(
-        model,
-        str(path),
-        signatures={"serving_default": model.serve},
-        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": model.tpu_func}),
-    )
+    save_tpu_func(tf, path, MLP(), [tf.TensorSpec(shape=[None, features], dtype=tf.float32)])
     return path
 
 

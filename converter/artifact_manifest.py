@@ -62,6 +62,17 @@ _SPEC = {
     },
 }
 
+
+def _only(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object with `required` keys and no keys beyond `properties`."""
+    return {
+        "type": "object",
+        "required": required,
+        "additionalProperties": False,
+        "properties": properties,
+    }
+
+
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -70,26 +81,17 @@ SCHEMA: dict[str, Any] = {
         # a value: @main's input, a TPU function's output, or one of them reshaped on the host
         "ref": {
             "oneOf": [
-                {
-                    "type": "object",
-                    "required": ["input"],
-                    "additionalProperties": False,
-                    "properties": {"input": _INDEX},
-                },
-                {
-                    "type": "object",
-                    "required": ["function", "output"],
-                    "additionalProperties": False,
-                    "properties": {
+                _only(["input"], {"input": _INDEX}),
+                _only(
+                    ["function", "output"],
+                    {
                         "function": {"type": "string", "pattern": NAME},
                         "output": _INDEX,
                     },
-                },
-                {
-                    "type": "object",
-                    "required": ["reshape", "shape"],
-                    "additionalProperties": False,
-                    "properties": {
+                ),
+                _only(
+                    ["reshape", "shape"],
+                    {
                         "reshape": {"$ref": "#/$defs/ref"},
                         # -1: a symbolic dim (issue 27), inferred by the reshape
                         "shape": {
@@ -98,23 +100,13 @@ SCHEMA: dict[str, Any] = {
                             "items": {"type": "integer", "minimum": -1, "maximum": 1 << 40},
                         },
                     },
-                },
+                ),
             ]
         },
         "step_ref": {
             "oneOf": [
-                {
-                    "type": "object",
-                    "required": ["input"],
-                    "additionalProperties": False,
-                    "properties": {"input": _INDEX},
-                },
-                {
-                    "type": "object",
-                    "required": ["step", "output"],
-                    "additionalProperties": False,
-                    "properties": {"step": _INDEX, "output": _INDEX},
-                },
+                _only(["input"], {"input": _INDEX}),
+                _only(["step", "output"], {"step": _INDEX, "output": _INDEX}),
             ]
         },
         "signature": {

@@ -18,6 +18,11 @@ import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 
+# The seed's own example (its docker command line, TPU_FUNCTIONS), with the batching block that
+# a later version supports (BATCH_OPTIONS); see test_batching_needs_functions_converted_for_one_row
+# and test_batching.py.
+from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, save_tpu_func
+
 import mlconv
 from mlconv.converter.options import (
     GENERATED,
@@ -29,24 +34,6 @@ from mlconv.converter.saved_model_writer import tf_name
 from mlconv.errors import InputError, MlconvError, OptionError
 from mlconv.tools.mlconv_convert import PROG, convert
 
-# The seed's own example (its docker command line), with the batching block that a later
-# version supports; see test_batching_needs_functions_converted_for_one_row and test_batching.py.
-SEED_TPU_FUNCTIONS = """
-    tpu_functions {
-      function_alias: "tpu_func"
-    }
-"""
-SEED_BATCH_OPTIONS = """
-    batch_options {
-      num_batch_threads: 2
-      max_batch_size: 8
-      batch_timeout_micros: 5000
-      allowed_batch_sizes: 2
-      allowed_batch_sizes: 4
-      allowed_batch_sizes: 8
-      max_enqueued_batches: 10
-    }
-"""
 NO_DEFAULT_OPTIMIZATIONS = "disable_default_optimizations: true\n"
 
 
@@ -54,7 +41,7 @@ NO_DEFAULT_OPTIMIZATIONS = "disable_default_optimizations: true\n"
 
 
 def test_seed_example_parses_with_its_values():
-    options = parse_converter_options(SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS)
+    options = parse_converter_options(TPU_FUNCTIONS + BATCH_OPTIONS)
     assert options.tpu_functions[0].function_alias == "tpu_func"
     batch = options.batch_options[0]
     assert (batch.num_batch_threads, batch.max_batch_size, batch.batch_timeout_micros) == (
@@ -295,7 +282,7 @@ def test_batching_needs_functions_converted_for_one_row(tmp_path):
         MlconvError,
         match=r"batches calls of \[2\] rows; the batcher needs functions converted for one row",
     ):
-        convert(str(path), str(tmp_path / "out"), SEED_BATCH_OPTIONS)
+        convert(str(path), str(tmp_path / "out"), BATCH_OPTIONS)
     assert not (tmp_path / "out").exists()
 
 
@@ -303,7 +290,7 @@ def test_tpu_functions_name_savedmodel_functions_only(tmp_path):
     path = tmp_path / "model.onnx"
     onnx.save(conv_model(), str(path))
     with pytest.raises(OptionError, match="tpu_functions: names functions of a SavedModel"):
-        convert(str(path), str(tmp_path / "out"), SEED_TPU_FUNCTIONS)
+        convert(str(path), str(tmp_path / "out"), TPU_FUNCTIONS)
 
 
 # --------------------------------------------------------------------------- SavedModel and TFLite
@@ -328,28 +315,9 @@ def keras_saved_model(keras_model, tmp_path_factory):
     """The seed's pattern: `tpu_func` (the Keras model) under a function alias, called by the
     serving signature, which does host work around it (`* 2`)."""
     tf, model = keras_model
-
-    class Module(tf.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        @tf.function(input_signature=[tf.TensorSpec((2, 12, 12, 3), tf.float32)])
-        def tpu_func(self, x):
-            return self.model(x)
-
-        @tf.function(input_signature=[tf.TensorSpec((2, 12, 12, 3), tf.float32)])
-        def serve(self, x):
-            return {"y": self.tpu_func(x) * 2.0}
-
-    module = Module()
     saved = tmp_path_factory.mktemp("keras") / "saved"
-    tf.saved_model.save(
-        module,
-        str(saved),
-        signatures={"serving_default": module.serve},
-        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
-    )
+    spec = [tf.TensorSpec((2, 12, 12, 3), tf.float32)]
+    module = save_tpu_func(tf, saved, model, spec, host=lambda y: y * 2.0)
     return tf, model, module, saved
 
 
@@ -372,7 +340,7 @@ def xla_call_functions(folder: Path) -> list[str]:
 def test_savedmodel_function_alias_is_placed(keras_saved_model, tmp_path):
     tf, model, module, saved = keras_saved_model
     out = tmp_path / "converted"
-    manifest = convert(str(saved), str(out), SEED_TPU_FUNCTIONS + NO_DEFAULT_OPTIMIZATIONS)
+    manifest = convert(str(saved), str(out), TPU_FUNCTIONS + NO_DEFAULT_OPTIMIZATIONS)
     assert [f["name"] for f in manifest["functions"]] == ["tpu_func"]
     rng = np.random.default_rng(3)
     x, other = (rng.standard_normal((2, 12, 12, 3)).astype(np.float32) for _ in range(2))
@@ -413,31 +381,11 @@ def test_seed_example_options_text_end_to_end(tmp_path):
     keras.utils.set_random_seed(18)
     layers = keras.Sequential([keras.layers.Dense(32, activation="relu"), keras.layers.Dense(5)])
     spec = [tf.TensorSpec((None, 24), tf.float32)]
-
-    class Module(tf.Module):
-        def __init__(self):
-            super().__init__()
-            self.layers = layers
-
-        @tf.function(input_signature=spec)
-        def tpu_func(self, x):
-            return self.layers(x)
-
-        @tf.function(input_signature=spec)
-        def serve(self, x):
-            return {"y": self.tpu_func(x) - 1.0}
-
-    module = Module()
     layers.build((None, 24))
     saved = tmp_path / "saved"
-    tf.saved_model.save(
-        module,
-        str(saved),
-        signatures={"serving_default": module.serve},
-        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
-    )
+    module = save_tpu_func(tf, saved, layers, spec, host=lambda y: y - 1.0)
     out = tmp_path / "converted"
-    manifest = convert(str(saved), str(out), SEED_TPU_FUNCTIONS + SEED_BATCH_OPTIONS)
+    manifest = convert(str(saved), str(out), TPU_FUNCTIONS + BATCH_OPTIONS)
     rng = np.random.default_rng(19)
     x, other = (rng.standard_normal((3, 24)).astype(np.float32) for _ in range(2))
     expected = module.serve(x)["y"].numpy()
@@ -461,7 +409,7 @@ def test_seed_example_options_text_end_to_end(tmp_path):
 def test_savedmodel_form_in_bfloat16_by_default(keras_saved_model, tmp_path):
     tf, model, module, saved = keras_saved_model
     out = tmp_path / "converted"
-    convert(str(saved), str(out), SEED_TPU_FUNCTIONS)
+    convert(str(saved), str(out), TPU_FUNCTIONS)
     x = np.random.default_rng(7).standard_normal((2, 12, 12, 3)).astype(np.float32)
     expected = module.serve(x)["y"].numpy()
     for got in (serve_saved_model(tf, out / "saved_model", x=x)["y"], 2 * mlconv.load(out)(x)[0]):

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+from seed_models import save_tpu_func
 
 import mlconv  # noqa: F401 - the package under test (imports before TensorFlow)
 from mlconv.converter.batcher import LARGEST_REQUEST
@@ -47,28 +48,8 @@ def source(tmp_path_factory):
     layers = keras.Sequential([keras.layers.Dense(32, activation="relu"), keras.layers.Dense(5)])
     layers.build((None, FEATURES))
     spec = [tf.TensorSpec((None, FEATURES), tf.float32)]
-
-    class Module(tf.Module):
-        def __init__(self):
-            super().__init__()
-            self.layers = layers
-
-        @tf.function(input_signature=spec)
-        def tpu_func(self, x):
-            return self.layers(x)
-
-        @tf.function(input_signature=spec)
-        def serve(self, x):
-            return {"y": self.tpu_func(x) - 1.0}
-
-    module = Module()
     saved = tmp_path_factory.mktemp("source") / "saved"
-    tf.saved_model.save(
-        module,
-        str(saved),
-        signatures={"serving_default": module.serve},
-        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
-    )
+    module = save_tpu_func(tf, saved, layers, spec, host=lambda y: y - 1.0)
     return tf, module, saved
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, batch_options
 
 import mlconv
 from mlconv.errors import MlconvError
@@ -29,22 +30,9 @@ tf = pytest.importorskip("tensorflow")
 
 ROWS = (1, 3, 11)
 
-# --- the seed's options texts, verbatim ---------------------------------------------------------
+# --- the seed's options texts (its shared blocks in seed_models.py), verbatim ---------------
 
-CONVERTER_IMAGE = """
-    tpu_functions {
-      function_alias: "tpu_func"
-    }
-    batch_options {
-      num_batch_threads: 2
-      max_batch_size: 8
-      batch_timeout_micros: 5000
-      allowed_batch_sizes: 2
-      allowed_batch_sizes: 4
-      allowed_batch_sizes: 8
-      max_enqueued_batches: 10
-    }
-"""
+CONVERTER_IMAGE = TPU_FUNCTIONS + BATCH_OPTIONS
 
 FUNC_ON_TPU = 'tpu_functions { function_alias: "func_on_tpu" }'
 
@@ -56,44 +44,9 @@ tpu_functions {
 }
 """
 
-BATCH_OPTIONS = """batch_options {
-  num_batch_threads: 2
-  max_batch_size: 8
-  batch_timeout_micros: 5000
-  allowed_batch_sizes: 2
-  allowed_batch_sizes: 4
-  allowed_batch_sizes: 8
-  max_enqueued_batches: 10
-}
-"""
+SIGNATURE_BATCHING = batch_options('signature_name: "serving_default"')
 
-SIGNATURE_BATCHING = """batch_options {
-  num_batch_threads: 2
-  max_batch_size: 8
-  batch_timeout_micros: 5000
-  allowed_batch_sizes: 2
-  allowed_batch_sizes: 4
-  allowed_batch_sizes: 8
-  max_enqueued_batches: 10
-  experimental {
-    signature_name: "serving_default"
-  }
-}
-"""
-
-FUNCTION_BATCHING = """batch_options {
-  num_batch_threads: 2
-  max_batch_size: 8
-  batch_timeout_micros: 5000
-  allowed_batch_sizes: 2
-  allowed_batch_sizes: 4
-  allowed_batch_sizes: 8
-  max_enqueued_batches: 10
-  experimental {
-    function_alias: "batch_func"
-  }
-}
-"""
+FUNCTION_BATCHING = batch_options('function_alias: "batch_func"')
 
 DISABLE_DEFAULTS = """# Disable both optimizations
 disable_default_optimizations: true
@@ -119,24 +72,29 @@ def _weights(seed: int, shape: tuple[int, ...]) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+def _seed_toy_model(folder: Path, method: str, alias: str) -> Path:
+    """The seed's ToyModel (`x * 1.0` on a None batch of 10 features) whose tf.function `method`
+    is saved under the function alias `alias`: the seed's two toy examples, verbatim but for
+    these two names."""
+
+    def function(self, x):
+        return x * 1.0
+
+    function.__name__ = function.__qualname__ = method
+    spec = [tf.TensorSpec(shape=[None, 10], dtype=tf.float32)]
+    toy_model_class = type(
+        "ToyModel", (tf.keras.Model,), {method: tf.function(function, input_signature=spec)}
+    )
+    model = toy_model_class()
+    save_options = tf.saved_model.SaveOptions(function_aliases={alias: getattr(model, method)})
+    tf.saved_model.save(model, str(folder), options=save_options)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def toy_model(tmp_path_factory) -> Path:
-    """The seed's ToyModel with `func_on_tpu`, verbatim."""
-    model_dir = str(tmp_path_factory.mktemp("toy") / "model")
-
-    class ToyModel(tf.keras.Model):
-        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 10], dtype=tf.float32)])
-        def tpu_func(self, x):
-            return x * 1.0
-
-    model = ToyModel()
-    save_options = tf.saved_model.SaveOptions(
-        function_aliases={
-            "func_on_tpu": model.tpu_func,
-        }
-    )
-    tf.saved_model.save(model, model_dir, options=save_options)
-    return Path(model_dir)
+    """The seed's ToyModel with `func_on_tpu` (its `tpu_func`)."""
+    return _seed_toy_model(tmp_path_factory.mktemp("toy") / "model", "tpu_func", "func_on_tpu")
 
 
 @pytest.fixture(scope="session")
@@ -200,22 +158,9 @@ def several_model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def batch_func_model(tmp_path_factory) -> Path:
-    """The seed's function batching ToyModel with `batch_func`, verbatim."""
-    model_dir = str(tmp_path_factory.mktemp("batch_func") / "model")
-
-    class ToyModel(tf.keras.Model):
-        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 10], dtype=tf.float32)])
-        def batch_func(self, x):
-            return x * 1.0
-
-    model = ToyModel()
-    save_options = tf.saved_model.SaveOptions(
-        function_aliases={
-            "batch_func": model.batch_func,
-        }
-    )
-    tf.saved_model.save(model, model_dir, options=save_options)
-    return Path(model_dir)
+    """The seed's function batching ToyModel with `batch_func`."""
+    folder = tmp_path_factory.mktemp("batch_func") / "model"
+    return _seed_toy_model(folder, "batch_func", "batch_func")
 
 
 # --- serving ------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ keras = pytest.importorskip("keras")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+from litert_models import litert_outputs, tflite_bytes  # noqa: E402
 
 from mlconv.backends.tflite_writer import write_tflite  # noqa: E402
 from mlconv.dialects.tflite import TFLiteOperation  # noqa: E402
@@ -53,22 +54,6 @@ def _attention_model():
     return keras.Model(x, keras.layers.Lambda(lambda t: tf.linalg.matmul(t[0], t[1]))([p, x]))
 
 
-def _convert(model, int8: bool) -> bytes:
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if int8:
-        shape = model.inputs[0].shape
-        rng = np.random.default_rng(0)
-
-        def representative():
-            for _ in range(8):
-                yield [rng.standard_normal(shape).astype(np.float32)]
-
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = representative
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    return converter.convert()
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tflite")
@@ -77,17 +62,9 @@ def models(tmp_path_factory):
         model = build()
         for int8 in (False, True):
             path = folder / f"{name}_{'int8' if int8 else 'float'}.tflite"
-            path.write_bytes(_convert(model, int8))
+            path.write_bytes(tflite_bytes(model, int8, samples=8))
             paths[path.stem] = path
     return paths
-
-
-def _run(path, x):
-    interpreter = litert.Interpreter(model_path=str(path))
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
-    interpreter.invoke()
-    return [interpreter.get_tensor(o["index"]) for o in interpreter.get_output_details()]
 
 
 def _ops(module):
@@ -128,10 +105,12 @@ def test_round_trip_in_litert(models, name, tmp_path):
     write_tflite(module, out)
     shape = litert.Interpreter(model_path=str(models[name])).get_input_details()[0]["shape"]
     x, other = (np.random.default_rng(s).standard_normal(shape).astype(np.float32) for s in (0, 1))
-    expected = _run(models[name], x)
+    expected = litert_outputs(models[name], x)
     # Equality is the test; any input dependence well above float rounding will do.
-    sensitivity.assert_input_sensitive(expected, _run(models[name], other), rtol=1e-6, what=name)
-    for a, b in zip(expected, _run(out, x), strict=True):
+    sensitivity.assert_input_sensitive(
+        expected, litert_outputs(models[name], other), rtol=1e-6, what=name
+    )
+    for a, b in zip(expected, litert_outputs(out, x), strict=True):
         np.testing.assert_array_equal(a, b)
     assert str(import_tflite(out)) == str(module)
     data = out.read_bytes()

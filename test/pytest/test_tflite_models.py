@@ -55,6 +55,7 @@ FLOAT_RTOL = {"resnet50": 2e-4}
 
 
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+from litert_models import litert_outputs, tflite_bytes  # noqa: E402
 
 
 def _sensitive(model, seed: int):
@@ -121,23 +122,6 @@ STEPS: dict[str, int] = {}
 SENSITIVITY_FACTOR = {"efficientnet_b0": 30}
 
 
-def _convert(model, shape, int8: bool) -> bytes:
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if int8:
-        rng = np.random.default_rng(0)
-
-        def representative():
-            for _ in range(4):
-                yield [rng.standard_normal(shape).astype(np.float32)]
-
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = representative
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    return converter.convert()
-
-
 class Models:
     """(name, kind) -> the folder holding `<kind>.tflite` ("float" or "int8"), x.npy and x2.npy
     (the input, and a second one for the sensitivity check) and keras.npy and keras2.npy (the
@@ -184,7 +168,10 @@ class Models:
                         x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
                         self._save(folder / f"x{suffix}.npy", x)
                         self._save(folder / f"keras{suffix}.npy", np.asarray(model(x)))
-                self._write(target, _convert(model, shape, kind == "int8"))
+                self._write(
+                    target,
+                    tflite_bytes(model, kind == "int8", samples=4, shape=shape, int8_io=True),
+                )
         return folder
 
 
@@ -198,14 +185,6 @@ def models(request, tmp_path_factory):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent
     return Models(base / "tflite_models")
-
-
-def _litert(path, x):
-    interpreter = litert.Interpreter(model_path=str(path))
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
-    interpreter.invoke()
-    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
 
 
 def _quantized_input(path, x):
@@ -237,7 +216,7 @@ def test_float_matches_keras_and_litert(models, name):
     (got,) = mlconv.compile(str(folder / "float.tflite"))(x)
     assert got.shape == expected.shape and got.dtype == np.float32
     assert _relative(got, expected) <= rtol, f"{name} vs Keras: {_relative(got, expected)}"
-    lite = _litert(folder / "float.tflite", x)
+    lite = litert_outputs(folder / "float.tflite", x)[0]
     assert _relative(got, lite) <= rtol, f"{name} vs LiteRT: {_relative(got, lite)}"
 
 
@@ -245,10 +224,10 @@ def test_float_matches_keras_and_litert(models, name):
 def test_int8_matches_litert(models, name):
     path = models(name, "int8") / "int8.tflite"
     x, x2 = (_quantized_input(path, np.load(path.parent / f)) for f in ("x.npy", "x2.npy"))
-    expected = _litert(path, x)
+    expected = litert_outputs(path, x)[0]
     bound = STEPS.get(name, 1)
     factor = SENSITIVITY_FACTOR.get(name, sensitivity.FACTOR)
-    moved = _litert(path, x2)
+    moved = litert_outputs(path, x2)[0]
     sensitivity.assert_input_sensitive(expected, moved, atol=bound, what=name, factor=factor)
     (got,) = mlconv.compile(str(path))(x)
     assert got.dtype == np.int8 and got.shape == expected.shape
@@ -276,10 +255,10 @@ def test_export_round_trip(models, name, tmp_path):
     out = tmp_path / "exported.tflite"
     export_tflite(module, out)
     x = np.load(folder / "x.npy")
-    expected = _litert(folder / "float.tflite", x)
-    moved = _litert(folder / "float.tflite", np.load(folder / "x2.npy"))
+    expected = litert_outputs(folder / "float.tflite", x)[0]
+    moved = litert_outputs(folder / "float.tflite", np.load(folder / "x2.npy"))[0]
     sensitivity.assert_input_sensitive(expected, moved, rtol=1e-5, what=name)
-    got = _litert(out, x)
+    got = litert_outputs(out, x)[0]
     assert got.shape == expected.shape
     assert _relative(got, expected) <= 1e-5, f"{name}: {_relative(got, expected)}"
     written = import_tflite(out)

@@ -24,6 +24,7 @@ keras = pytest.importorskip("keras")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+from litert_models import litert_outputs, tflite_bytes  # noqa: E402
 
 import mlconv  # noqa: E402
 from mlconv.backends.tflite_writer import export_tflite  # noqa: E402
@@ -94,24 +95,6 @@ STEPS: dict[str, int] = {}
 BUILDERS = {"cnn": _cnn, "transformer": _transformer, "ops": _ops}
 
 
-def _convert(model, int8: bool) -> bytes:
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if int8:
-        shape = model.inputs[0].shape
-        rng = np.random.default_rng(0)
-
-        def representative():
-            for _ in range(16):
-                yield [rng.standard_normal(shape).astype(np.float32)]
-
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = representative
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    return converter.convert()
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tflite_to_core")
@@ -120,7 +103,7 @@ def models(tmp_path_factory):
         model = build()
         for int8 in (False, True):
             path = folder / f"{name}_{'int8' if int8 else 'float'}.tflite"
-            path.write_bytes(_convert(model, int8))
+            path.write_bytes(tflite_bytes(model, int8, samples=16, int8_io=True))
             paths[path.stem] = path
     return paths
 
@@ -135,14 +118,6 @@ def _inputs(path, seed=1):
     return x
 
 
-def _litert(path, x):
-    interpreter = litert.Interpreter(model_path=str(path))
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
-    interpreter.invoke()
-    return [interpreter.get_tensor(o["index"]) for o in interpreter.get_output_details()]
-
-
 def _operators(module):
     return {op.operator for op in module.walk() if isinstance(op, TFLiteOperation)}
 
@@ -151,8 +126,8 @@ def _operators(module):
 def test_matches_litert(models, name):
     path = models[name]
     x = _inputs(path)
-    (expected,) = _litert(path, x)
-    (moved,) = _litert(path, _inputs(path, seed=2))
+    (expected,) = litert_outputs(path, x)
+    (moved,) = litert_outputs(path, _inputs(path, seed=2))
     if expected.dtype == np.int8:
         bound = STEPS.get(name, 1)
         sensitivity.assert_input_sensitive(expected, moved, atol=bound, what=name)
@@ -201,10 +176,10 @@ def test_export_round_trip(models, name, tmp_path):
     out = tmp_path / "exported.tflite"
     export_tflite(module, out)
     x = _inputs(path, seed=3)
-    (expected,) = _litert(path, x)
-    (moved,) = _litert(path, _inputs(path, seed=2))
+    (expected,) = litert_outputs(path, x)
+    (moved,) = litert_outputs(path, _inputs(path, seed=2))
     sensitivity.assert_input_sensitive(expected, moved, rtol=1e-5, what=name)
-    (got,) = _litert(out, x)
+    (got,) = litert_outputs(out, x)
     assert np.abs(got - expected).max() <= 1e-5 * np.abs(expected).max()
     written = import_tflite(out)
     versions = {

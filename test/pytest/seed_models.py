@@ -1,0 +1,68 @@
+"""Seed 003's pieces that several tests and bench/batching.py share: its options texts and its
+model pattern, a SavedModel whose `tpu_func` is saved under a function alias and called by the
+serving signature.
+
+    from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, save_tpu_func
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TPU_FUNCTIONS = """tpu_functions {
+  function_alias: "tpu_func"
+}
+"""
+"""The seed's first example's `tpu_functions` block."""
+
+_BATCH_FIELDS = """  num_batch_threads: 2
+  max_batch_size: 8
+  batch_timeout_micros: 5000
+  allowed_batch_sizes: 2
+  allowed_batch_sizes: 4
+  allowed_batch_sizes: 8
+  max_enqueued_batches: 10
+"""
+
+
+def batch_options(experimental: str = "") -> str:
+    """The seed's `batch_options` block, with an `experimental { ... }` block holding
+    `experimental` (one field, e.g. `signature_name: "serving_default"`) when given."""
+    inner = f"  experimental {{\n    {experimental}\n  }}\n" if experimental else ""
+    return "batch_options {\n" + _BATCH_FIELDS + inner + "}\n"
+
+
+BATCH_OPTIONS = batch_options()
+"""The seed's `batch_options` block (max_batch_size 8, allowed 2/4/8, 5 ms, two threads)."""
+
+
+def save_tpu_func(tf: Any, folder: Path, body: Any, spec: list, host: Any = None) -> Any:
+    """Save the seed's pattern to `folder`: a tf.Module whose `tpu_func(x)` is `body(x)` (a
+    Keras model or a tf.Module, tracked so that its variables are saved), exported under the
+    function alias `tpu_func`, and whose `serving_default` returns {"y": host(tpu_func(x))}
+    (`tpu_func(x)` alone without `host`); both with input signature `spec`. Returns the
+    module."""
+
+    class Module(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = body
+
+        @tf.function(input_signature=spec)
+        def tpu_func(self, x):
+            return self.body(x)
+
+        @tf.function(input_signature=spec)
+        def serve(self, x):
+            y = self.tpu_func(x)
+            return {"y": y if host is None else host(y)}
+
+    module = Module()
+    tf.saved_model.save(
+        module,
+        str(folder),
+        signatures={"serving_default": module.serve},
+        options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
+    )
+    return module
