@@ -1,4 +1,5 @@
-"""Image core ops: Interpolate (resize by nearest, linear or cubic interpolation).
+"""Image core ops: Interpolate (resize by nearest, linear or cubic interpolation) and
+ImageDecoder (encoded bytes to pixels, on the host).
 
 Interpolation is separable: each resized axis is done in turn, with the source coordinates,
 neighbour indices and weights of every output position computed in numpy at trace time (the
@@ -11,8 +12,10 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
+from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dialects.core_base import BOOL, FLOAT, INTS, STR, CoreOp, core_op
+from mlconv.errors import BackendError, InputError
 
 
 def source_coordinates(mode, out_size, in_size, scale, roi):
@@ -212,4 +215,56 @@ class InterpolateOp(CoreOp):
         return result
 
 
-OPS: list[type[CoreOp]] = [InterpolateOp]
+_PIXEL_FORMATS = ("RGB", "BGR", "Grayscale")
+
+
+@core_op(
+    operands=("encoded",),
+    attributes={"pixel_format": (STR, "RGB")},
+    static_operands=("encoded",),
+)
+class ImageDecoderOp(CoreOp):
+    """Decode one encoded image (the 1-D uint8 bytes of a BMP, JPEG, JPEG 2000, PNG, PNM, TIFF
+    or WebP file) into (H, W, 3) RGB or BGR, or (H, W, 1) grayscale, uint8 pixels, with Pillow
+    (the decoder the ONNX reference uses; ONNX ImageDecoder-20). The shape depends on the
+    bytes, so like NonZero the op is evaluated where `encoded` is a constant or a model input
+    bound per call. Pillow's decompression-bomb limit bounds the pixels it allocates.
+
+        %y = "core.ImageDecoder"(%bytes) {pixel_format = "BGR"}
+               : (tensor<1024xui8>) -> tensor<32x32x3xui8>
+    """
+
+    name = "core.ImageDecoder"
+    VERSION = 1
+
+    def verify_(self) -> None:
+        pixel_format = self.attribute_values()["pixel_format"]
+        if pixel_format not in _PIXEL_FORMATS:
+            raise VerifyException(
+                f"pixel_format must be RGB, BGR or Grayscale, got '{pixel_format}'"
+            )
+
+    @staticmethod
+    def semantics(encoded, *, pixel_format):
+        import io  # noqa: PLC0415
+
+        try:
+            from PIL import Image, UnidentifiedImageError  # noqa: PLC0415
+        except ImportError:
+            raise BackendError("ImageDecoder needs Pillow (pip install 'mlconv[images]')") from None
+        data = np.asarray(encoded, np.uint8).reshape(-1).tobytes()
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                image = image.convert("L" if pixel_format == "Grayscale" else "RGB")
+                pixels = np.asarray(image, np.uint8)
+        except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as error:
+            reason = str(error).split(" <")[0]
+            raise InputError(f"ImageDecoder cannot decode its bytes: {reason}") from None
+        if pixel_format == "Grayscale":
+            pixels = pixels[:, :, None]
+        elif pixel_format == "BGR":
+            pixels = pixels[:, :, ::-1]
+        return jnp.asarray(np.ascontiguousarray(pixels))
+
+
+OPS: list[type[CoreOp]] = [InterpolateOp, ImageDecoderOp]

@@ -4,7 +4,7 @@
 `fallback` takes them), refuses the whole module before rewriting anything, with one report in
 one format for every framework:
 
-    no lowering to core for 2 onnx op type(s) at opset 20: onnx.ImageDecoder-20 (2 nodes: decode_a, decode_b); onnx.MelWeightMatrix-17 (1 node: mel)
+    no lowering to core for 2 onnx op type(s) at opset 20: onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.MelWeightMatrix-17 (1 node: mel)
 
 With `allow_partial` such ops stay. Then each op is lowered in order: its pattern (or the
 fallback) builds the new ops through the builder (at the op's location) and returns one value
@@ -56,7 +56,7 @@ def unsupported(
 
 
 def describe(missing: Missing, dialect: str) -> list[str]:
-    """One line per missing (op, version): `onnx.ImageDecoder-20 (2 nodes: a, b)`."""
+    """One line per missing (op, version): `onnx.Bernoulli-15 (2 nodes: a, b)`."""
     lines = []
     for (name, version), nodes in sorted(missing.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         label = f"{dialect}.{name}" + (f"-{version}" if version is not None else "")

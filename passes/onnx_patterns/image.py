@@ -1,4 +1,4 @@
-"""Image ONNX ops: Resize and Upsample as core.Interpolate."""
+"""Image ONNX ops: Resize and Upsample as core.Interpolate; ImageDecoder."""
 
 from __future__ import annotations
 
@@ -84,3 +84,14 @@ def resize(op, b):
         keep_aspect_ratio_policy=b.attr(op, "keep_aspect_ratio_policy", "stretch"),
     )
     return [y]
+
+
+@lowering("ImageDecoder", 20)
+def image_decoder(op, b):
+    return [
+        b(
+            image.ImageDecoderOp,
+            b.input(op, "encoded_stream"),
+            pixel_format=b.attr(op, "pixel_format", "RGB"),
+        )
+    ]

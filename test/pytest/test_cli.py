@@ -321,8 +321,8 @@ def test_run_input_contradicting_the_model(array, mention: str, tmp_path: Path) 
 
 def _check_model(path: Path, broken: bool) -> Path:
     """x[N,4,2,2] -> Relu (lowers); when `broken`, also a Reshape to a shape input of unknown
-    length feeding GlobalAveragePool and GlobalMaxPool (their patterns need a rank) and an
-    ImageDecoder (no pattern)."""
+    length feeding GlobalAveragePool and GlobalMaxPool (their patterns need a rank) and a
+    Multinomial (no pattern)."""
     from onnx import TensorProto, helper
 
     nodes = [helper.make_node("Relu", ["x"], ["q"], name="relu")]
@@ -332,12 +332,12 @@ def _check_model(path: Path, broken: bool) -> Path:
         nodes += [
             helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape"),
             helper.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
-            helper.make_node("ImageDecoder", ["image"], ["t"], name="decode"),
+            helper.make_node("Multinomial", ["prob"], ["t"], name="draw"),
             helper.make_node("GlobalMaxPool", ["r"], ["p2"], name="gmp"),
         ]
         inputs += [
             helper.make_tensor_value_info("s", TensorProto.INT64, None),
-            helper.make_tensor_value_info("image", TensorProto.UINT8, [16]),
+            helper.make_tensor_value_info("prob", TensorProto.FLOAT, [2, 8]),
         ]
         outputs += ["p", "t", "p2"]
     graph = helper.make_graph(
@@ -346,7 +346,7 @@ def _check_model(path: Path, broken: bool) -> Path:
         inputs,
         [
             helper.make_tensor_value_info(
-                n, TensorProto.UINT8 if n == "t" else TensorProto.FLOAT, None
+                n, TensorProto.INT32 if n == "t" else TensorProto.FLOAT, None
             )
             for n in outputs
         ],
@@ -362,8 +362,8 @@ def test_check_reports_every_op_that_would_fail(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
         f"{model}: loc(\"gap\"): error: 'onnx.GlobalAveragePool' op needs the rank of its input",
-        f"{model}: loc(\"decode\"): error: 'onnx.ImageDecoder' op has no lowering to core "
-        "(onnx.ImageDecoder-20 at opset 20)",
+        f"{model}: loc(\"draw\"): error: 'onnx.Multinomial' op has no lowering to core "
+        "(onnx.Multinomial-7 at opset 20)",
         f"{model}: loc(\"gmp\"): error: 'onnx.GlobalMaxPool' op needs the rank of its input",
         f"{model}: error: 3 op(s) would fail to lower",
     ]

@@ -146,3 +146,18 @@ func.func @if_constant_condition(%x: tensor<3xf32>) -> tensor<3xf32> {
   }) : (tensor<i1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
   func.return %y : tensor<3xf32>
 }
+
+// -----
+
+// ImageDecoder of constant bytes (a 2x1 grayscale PGM: "P5\n2 1\n255\n" then pixels 7, 200)
+// folds to its pixels, gray replicated to BGR, and the result type becomes static.
+// CHECK-LABEL: func.func @decode_constant
+// CHECK-SAME:    -> tensor<1x2x3xui8>
+// CHECK:         %[[Y:.*]] = core.Constant {value = dense<{{\[\[\[}}7, 7, 7], [200, 200, 200]]]> : tensor<1x2x3xui8>}
+// CHECK-NOT:     core.ImageDecoder
+// CHECK:         func.return %[[Y]]
+func.func @decode_constant() -> tensor<?x?x3xui8> {
+  %bytes = core.Constant {value = dense<[80, 53, 10, 50, 32, 49, 10, 50, 53, 53, 10, 7, 200]> : tensor<13xui8>} : tensor<13xui8>
+  %y = "core.ImageDecoder"(%bytes) {pixel_format = "BGR"} : (tensor<13xui8>) -> tensor<?x?x3xui8>
+  func.return %y : tensor<?x?x3xui8>
+}

@@ -118,3 +118,11 @@ func.func @col2im_ranks_differ(%x: tensor<1x8x4xf32>, %image: tensor<2xi64>, %bl
   %y = "core.Col2Im"(%x, %image, %block) {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1, 1>} : (tensor<1x8x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<*xf32>
   func.return %y : tensor<*xf32>
 }
+
+// -----
+
+func.func @image_decoder_bad_format(%bytes: tensor<64xui8>) -> tensor<*xui8> {
+  // expected-error @+1 {{'core.ImageDecoder' op pixel_format must be RGB, BGR or Grayscale, got 'RGBA'}}
+  %y = "core.ImageDecoder"(%bytes) {pixel_format = "RGBA"} : (tensor<64xui8>) -> tensor<*xui8>
+  func.return %y : tensor<*xui8>
+}

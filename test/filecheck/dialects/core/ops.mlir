@@ -190,3 +190,15 @@ func.func @col2im(%x: tensor<1x8x4xf32>) -> tensor<1x2x3x3xf32> {
   %y = "core.Col2Im"(%x, %image, %block) {strides = array<i64: 1, 1>, pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x2x3x3xf32>
   func.return %y : tensor<1x2x3x3xf32>
 }
+
+// -----
+
+// ImageDecoder: encoded bytes to pixels; the shape depends on the bytes, so it is folded
+// where they are known (here a 1-D byte tensor of unknown content and a dynamic result).
+
+// CHECK-LABEL: func.func @image_decoder
+// CHECK:         "core.ImageDecoder"(%{{.*}}) {pixel_format = "BGR"} : (tensor<64xui8>) -> tensor<?x?x3xui8>
+func.func @image_decoder(%bytes: tensor<64xui8>) -> tensor<?x?x3xui8> {
+  %y = "core.ImageDecoder"(%bytes) {pixel_format = "BGR"} : (tensor<64xui8>) -> tensor<?x?x3xui8>
+  func.return %y : tensor<?x?x3xui8>
+}

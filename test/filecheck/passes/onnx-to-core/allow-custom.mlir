@@ -6,8 +6,8 @@
 
 // DEFAULT-LABEL: func.func @main
 // DEFAULT:         %[[R:.*]] = "core.Relu"
-// DEFAULT:         %[[A:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "ImageDecoder", attrs = {}} : (tensor<16xui8>) -> tensor<2x7x3xui8>
-// DEFAULT:         %[[B:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "ImageDecoder", attrs = {}} : (tensor<16xui8>) -> tensor<2x7x3xui8>
+// DEFAULT:         %[[A:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "Bernoulli", attrs = {}} : (tensor<16xf32>) -> tensor<16xf32>
+// DEFAULT:         %[[B:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "Bernoulli", attrs = {}} : (tensor<16xf32>) -> tensor<16xf32>
 // DEFAULT:         %[[M:.*]] = "core.Custom"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {domain = "", op_type = "MelWeightMatrix", attrs = {}} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<9x4xf32>
 // DEFAULT:         func.return %[[A]], %[[B]], %[[M]], %[[R]]
 

@@ -84,3 +84,16 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
     func.return %y : tensor<2x3xf32>
   }
 }
+
+// -----
+
+// ImageDecoder: one core.ImageDecoder with the pixel format; its bytes (a model input) are a
+// static operand, bound per call.
+// CHECK-LABEL: func.func @image_decoder
+// CHECK:         "core.ImageDecoder"(%{{.*}}) {pixel_format = "Grayscale"} : (tensor<?xui8>) -> tensor<?x?x1xui8>
+builtin.module attributes {onnx.opset_import = {"" = 20 : i64}} {
+  func.func @image_decoder(%bytes: tensor<?xui8>) -> tensor<?x?x1xui8> {
+    %y = "onnx.ImageDecoder"(%bytes) {pixel_format = "Grayscale"} : (tensor<?xui8>) -> tensor<?x?x1xui8>
+    func.return %y : tensor<?x?x1xui8>
+  }
+}
