@@ -1,7 +1,7 @@
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16)' --split-input-file | filecheck %s
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{filterlist=exp})' --split-input-file | filecheck %s --check-prefix=FILTER
 // RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{filterlist=add_node})' --split-input-file | filecheck %s --check-prefix=BYNAME
-// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16)' --split-input-file | filecheck %s --check-prefix=GPU
+// RUN: mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{products=bfloat16})' --split-input-file | filecheck %s --check-prefix=GPU
 // RUN: not mlconv-opt %s --pass-pipeline='builtin.module(tpu-bf16{products=half})' 2>&1 | filecheck %s --check-prefix=BADFORM
 // BADFORM: tpu-bf16: products 'half' is not one of float32, bfloat16
 
