@@ -117,6 +117,81 @@ def _specs(model: Any) -> list[InputSpec]:
     ]
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer apart from its transport: status, body, Content-Type and, for a binary
+    Open Inference Protocol response, its Inference-Header-Content-Length."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    header_length: int | None = None
+
+
+class V2Endpoint:
+    """The Open Inference Protocol (backends/open_inference.py) for one model, apart from the
+    transport that carries it: this server's handler and the Ray Serve replicas
+    (converter/ray_serve.py) give it a path and a body already read within their bounds and
+    send back its `Answer`. Errors are `error_answer`'s, 422 answered 400 (the protocol has
+    no 422, as Triton answers them)."""
+
+    def __init__(self, model: Any, name: str, limits: RequestLimits):
+        self.model, self.name, self.limits = model, name, limits
+        self.specs = _specs(model)
+        try:  # the metadata names each output's datatype and shape
+            outputs = oip.probe_outputs(model)
+        except Exception:  # noqa: BLE001 - a model zeros cannot run: outputs by name alone
+            outputs = [{"name": n} for n in model.output_names]
+        self.metadata = json.dumps(oip.metadata(model, name, outputs)).encode()
+        self.server = json.dumps(
+            {
+                "name": "mlconv",
+                "version": __import__("mlconv").__version__,
+                "extensions": ["binary_tensor_data"],
+            }
+        ).encode()
+
+    def not_found(self, path: str) -> Answer:
+        return Answer(404, _one_line({"error": f"no such model or endpoint {path[:200]!a}"}))
+
+    def is_infer(self, path: str) -> bool:
+        what, known = oip.route(path, self.name)
+        return known and what == "infer"
+
+    def get(self, path: str) -> Answer:
+        """GET /v2/...: health, server and model metadata."""
+        what, known = oip.route(path, self.name)
+        if not known or what == "infer":
+            return self.not_found(path)
+        if what in ("live", "ready", "model_ready"):
+            return Answer(200, b"")
+        return Answer(200, self.metadata if what == "model" else self.server)
+
+    @staticmethod
+    def failed(error: Exception) -> Answer:
+        status, answer = error_answer(error)
+        return Answer(400 if status == 422 else status, _one_line(answer))
+
+    def infer(self, body: bytes, header_length: str | None) -> Answer:
+        """POST /v2/models/NAME/infer (the path checked with `is_infer`) of a body read whole:
+        parsed, run through the model (its batcher), answered; every failure one JSON line."""
+        try:
+            arrays, request = oip.parse_infer(body, header_length, self.specs, self.limits)
+            outputs = self.model(**arrays)
+            answer, header = oip.infer_response(
+                request, self.name, self.model.output_names, outputs
+            )
+        except Exception as error:  # noqa: BLE001 - every failure is one JSON line, no traceback
+            return self.failed(error)
+        if header is None:
+            return Answer(200, answer)
+        return Answer(200, answer, "application/octet-stream", header)
+
+
+def _one_line(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
 def make_handler(
     model: Any,
     limits: RequestLimits | None = None,
@@ -127,18 +202,7 @@ def make_handler(
     server_limits = server_limits or ServerLimits()
     specs = _specs(model)  # shapes are checked by the model's own call (InputError: 422)
     described = json.dumps(describe(model, limits)).encode()
-    try:  # the Open Inference Protocol's metadata names each output's datatype and shape
-        outputs = oip.probe_outputs(model)
-    except Exception:  # noqa: BLE001 - a model zeros cannot run: outputs by name alone
-        outputs = [{"name": n} for n in model.output_names]
-    v2_metadata = json.dumps(oip.metadata(model, name, outputs)).encode()
-    v2_server = json.dumps(
-        {
-            "name": "mlconv",
-            "version": __import__("mlconv").__version__,
-            "extensions": ["binary_tensor_data"],
-        }
-    ).encode()
+    v2 = V2Endpoint(model, name, limits)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -178,15 +242,7 @@ def make_handler(
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             if self.path.startswith("/v2"):
-                what, known = oip.route(self.path, name)
-                if not known or what == "infer":
-                    self._json(404, {"error": f"no such model or endpoint {self.path[:200]!a}"})
-                elif what in ("live", "ready", "model_ready"):
-                    self._send(200, b"", "application/json")
-                else:
-                    self._send(
-                        200, v2_metadata if what == "model" else v2_server, "application/json"
-                    )
+                self._answer(v2.get(self.path))
             elif self.path.rstrip("/") == "/v1/model":
                 self._send(200, described, "application/json")
             else:
@@ -219,12 +275,11 @@ def make_handler(
                 )
 
         def _infer_v2(self) -> None:
-            """POST /v2/models/NAME/infer (backends/open_inference.py): the same body bounds,
-            parsing and batcher as /v1/predict; errors are the protocol's, 422 answered 400."""
-            what, known = oip.route(self.path, name)
-            if not known or what != "infer":
+            """POST /v2/models/NAME/infer: the same body bounds as /v1/predict, then the
+            transport-free part (V2Endpoint.infer: parsing, the batcher, errors)."""
+            if not v2.is_infer(self.path):
                 self.close_connection = True  # its body is not read
-                self._json(404, {"error": f"no such model or endpoint {self.path[:200]!a}"})
+                self._answer(v2.not_found(self.path))
                 return
             try:
                 if (self.headers.get("Content-Encoding") or "identity").strip() != "identity":
@@ -232,26 +287,21 @@ def make_handler(
                     raise RequestError(400, "compressed requests are not accepted")
                 body = self._body()
                 self.server.unwatch(self.connection)
-                arrays, request = oip.parse_infer(
-                    body, self.headers.get(oip.HEADER_LENGTH), specs, limits
-                )
-                outputs = model(**arrays)
-                answer, header = oip.infer_response(request, name, model.output_names, outputs)
             except Exception as error:  # noqa: BLE001 - every failure is one JSON line, no traceback
-                status, answer = error_answer(error)
-                self._json(400 if status == 422 else status, answer)  # the protocol has no 422
+                self._answer(V2Endpoint.failed(error))
                 return
-            if header is None:
-                self._send(200, answer, "application/json")
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header(oip.HEADER_LENGTH, str(header))
-            self.send_header("Content-Length", str(len(answer)))
+            self._answer(v2.infer(body, self.headers.get(oip.HEADER_LENGTH)))
+
+        def _answer(self, answer: Answer) -> None:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            if answer.header_length is not None:
+                self.send_header(oip.HEADER_LENGTH, str(answer.header_length))
+            self.send_header("Content-Length", str(len(answer.body)))
             if self.close_connection:
                 self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(answer)
+            self.wfile.write(answer.body)
 
         def _body(self) -> bytes:
             """The body, Content-Length bytes of it, read within the timeouts."""
@@ -357,7 +407,7 @@ class ServingHTTPServer(HTTPServer):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _model_name(outdir: str) -> str:
+def model_name(outdir: str) -> str:
     """The Open Inference Protocol's model name: the artifact folder's own name, or "model"."""
     import os
 
@@ -382,7 +432,7 @@ def serve(
     server_limits = server_limits or ServerLimits()
     server = ServingHTTPServer(
         (host, port),
-        make_handler(model, limits, server_limits, name or _model_name(outdir)),
+        make_handler(model, limits, server_limits, name or model_name(outdir)),
         server_limits,
     )
     stop = threading.Event()

@@ -109,6 +109,12 @@ def make_parser() -> ToolArgumentParser:
         "(default: the artifact folder's name)",
     )  # fmt: skip
     parser.add_argument(
+        "--replicas", type=int, default=None, metavar="N",
+        help="with --serve: N Ray Serve replicas behind Ray's HTTP proxy on --host/--port (a "
+        "local Ray, or RAY_ADDRESS's cluster; extra ray: converter/ray_serve.py), the Open "
+        "Inference Protocol only",
+    )  # fmt: skip
+    parser.add_argument(
         "--max-connections", type=int, default=64, metavar="N",
         help="with --serve: connections served at once (more are answered 503)",
     )  # fmt: skip
@@ -458,6 +464,8 @@ def _serve(args: Any) -> int:
 
     if not is_artifact(args.model):
         raise OptionError(f"--serve: {args.model} is not an mlconv-convert artifact folder")
+    if args.replicas is not None:
+        return _serve_replicas(args)
     try:
         model = load_artifact(args.model, args.device, allow_tensorflow=args.allow_tensorflow)
     except MlconvError as error:
@@ -481,6 +489,29 @@ def _serve(args: Any) -> int:
         max_body_bytes=args.max_body_bytes,
         server_limits=limits,
         name=args.model_name,
+    )
+
+
+def _serve_replicas(args: Any) -> int:
+    """`--serve --replicas N`: converter/ray_serve.py's deployment, N replicas."""
+    from mlconv.converter.ray_serve import serve_replicas
+
+    if args.replicas <= 0:
+        raise OptionError("--replicas must be positive")
+    if args.port <= 0:
+        raise OptionError("--replicas needs a --port (Ray's proxy cannot take 0)")
+    if args.max_body_bytes is not None and args.max_body_bytes <= 0:
+        raise OptionError("--max-body-bytes must be positive")
+    if args.model_name is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", args.model_name):
+        raise OptionError("--model-name: 1 to 64 letters, digits, '.', '_' or '-'")
+    return serve_replicas(
+        args.model,
+        args.replicas,
+        args.host,
+        args.port,
+        name=args.model_name,
+        device=args.device,
+        max_body_bytes=args.max_body_bytes,
     )
 
 
