@@ -82,12 +82,16 @@ class ArtifactReplica:
         self.limits = RequestLimits.for_model(self.model.manifest, max_body_bytes)
         self.endpoint = V2Endpoint(self.model, name, self.limits)
         self.pool = ThreadPoolExecutor(max(1, threads), "mlconv-ray")
+        from ray import serve
+
+        # which replica answered (the `mlconv-replica` header): for logs and load balancing checks
+        self.replica = serve.get_replica_context().replica_id.unique_id
 
     async def __call__(self, request: Any) -> Any:
         from starlette.responses import Response
 
         answer = await self.answer(request)
-        headers = {}
+        headers = {"mlconv-replica": self.replica}
         if answer.header_length is not None:
             headers[oip.HEADER_LENGTH] = str(answer.header_length)
         return Response(answer.body, answer.status, headers=headers, media_type=answer.content_type)

@@ -9,6 +9,7 @@ every request goes through each replica's batcher. Reference: onnxruntime on all
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import socket
@@ -21,6 +22,7 @@ from numerics import onnxruntime_outputs  # a module beside this one (conftest.p
 from onnx import TensorProto, helper, numpy_helper
 
 import mlconv
+from mlconv.errors import OptionError
 from mlconv.tools.mlconv_convert import convert
 
 ray = pytest.importorskip("ray")
@@ -122,8 +124,10 @@ def request_body(index: int, x: np.ndarray) -> bytes:
 
 async def post_all(url: str, bodies: list[bytes], callers: int = 64) -> list[tuple[int, bytes]]:
     """Every body POSTed by `callers` concurrent callers: (status, body) in order, or
-    (-1, reason) for a request that failed in transport or took longer than TIMEOUT."""
+    (-1, reason) for a request that failed in transport or took longer than TIMEOUT. The
+    `mlconv-replica` header of each answer is added to `post_all.replicas`."""
     answers: list[tuple[int, bytes] | None] = [None] * len(bodies)
+    post_all.replicas = collections.Counter()
     queue: asyncio.Queue[int] = asyncio.Queue()
     for index in range(len(bodies)):
         queue.put_nowait(index)
@@ -139,6 +143,7 @@ async def post_all(url: str, bodies: list[bytes], callers: int = 64) -> list[tup
                         url, data=bodies[index], headers={"Content-Type": "application/json"}
                     ) as response:
                         answers[index] = (response.status, await response.read())
+                        post_all.replicas[response.headers.get("mlconv-replica")] += 1
                 except (TimeoutError, aiohttp.ClientError) as error:
                     answers[index] = (-1, f"{type(error).__name__}: {error}".encode())
 
@@ -209,10 +214,13 @@ def test_2000_requests_from_64_callers_over_2_replicas(artifact, cluster):
         answers = asyncio.run(post_all(f"{cluster}/{app}/v2/models/{NAME}/infer", bodies[:count]))
         rates[app] = count / (time.perf_counter() - start)
         check_answers(model, xs[:count], answers)
+        served = post_all.replicas
+        assert len(served) == (1 if app == "one" else 2) and None not in served, served
     print(
         f"\nray serve, 64 callers, 1..8 rows: 1 replica {rates['one']:.0f} req/s (500 requests), "
         f"2 replicas {rates['two']:.0f} req/s (2,000 requests), "
-        f"ratio {rates['two'] / rates['one']:.2f} (load average {os.getloadavg()[0]:.1f})"
+        f"ratio {rates['two'] / rates['one']:.2f} (load average {os.getloadavg()[0]:.1f}); "
+        f"requests per replica {sorted(served.values())}"
     )
     local = mlconv.load(out)  # and a sample against the artifact's own function, row by row
     try:
@@ -280,3 +288,39 @@ def test_mlconv_run_replicas_refuses_bad_flags_in_one_line(artifact, capsys, fla
     assert main([str(artifact[1]), "--serve", *flags]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert message in line
+
+
+def test_ray_options_are_passed_through(artifact, monkeypatch):
+    """num_replicas / autoscaling_config / ray_actor_options / any serve.deployment option
+    reach Ray unchanged, from the Python call and from `serve run ...:app k=v`."""
+    from mlconv.converter import ray_serve
+
+    seen = []
+
+    class Recorder:
+        def __init__(self, target, **options):
+            seen.append(options)
+
+        def bind(self, *args):
+            return args
+
+    monkeypatch.setattr(serve, "deployment", Recorder)
+    autoscaling = {"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 8}
+    bound = ray_serve.deployment(
+        artifact[1],
+        autoscaling_config=autoscaling,
+        ray_actor_options={"num_gpus": 1},
+        health_check_period_s=5,
+    )
+    assert seen[-1] == {
+        "name": NAME,
+        "autoscaling_config": autoscaling,
+        "ray_actor_options": {"num_gpus": 1},
+        "health_check_period_s": 5,
+        "max_ongoing_requests": 64,
+    }
+    assert bound[:2] == (os.path.abspath(artifact[1]), NAME)
+    ray_serve.app({"outdir": str(artifact[1]), "num_replicas": "3", "name": "m"})
+    assert seen[-1] == {"name": "m", "num_replicas": 3, "max_ongoing_requests": 64}
+    with pytest.raises(OptionError, match="takes outdir=DIR"):
+        ray_serve.app({"outdir": str(artifact[1]), "replicas": "3"})
