@@ -140,3 +140,107 @@ def test_check_numerics_honours_the_callers_tolerances(broken_max, max_mlir, tmp
         assert mlconv_opt.main([*args, "-q"] if status else args) == status, tolerance
         err = capsys.readouterr().err
         assert ("numerics diverge after pass 'onnx-to-core'" in err) == bool(status), err
+
+
+# Issue 31 (mutation score): the report's helpers, each pinned to values worked out by hand.
+
+
+def test_parse_tolerances_defaults_and_refusals():
+    from mlconv.interpreters.check_numerics import DEFAULT_ATOL, DEFAULT_RTOL
+
+    assert (DEFAULT_RTOL, DEFAULT_ATOL) == (1e-4, 1e-5)
+    assert parse_tolerances(None) == parse_tolerances("") == (1e-4, 1e-5)
+    assert parse_tolerances("2e-3,5e-7") == (2e-3, 5e-7)
+    assert parse_tolerances("0,0") == (0.0, 0.0)
+    for bad in ("1e-3", "1,2,3", "a,b", "-1e-3,0", "0,-1"):
+        with pytest.raises(mlconv.errors.OptionError) as caught:
+            parse_tolerances(bad)
+        assert (
+            caught.value.message == f"bad --check-numerics tolerances '{bad}' (expected RTOL,ATOL)"
+        )
+
+
+def test_errors_absolute_relative_and_non_finite_values():
+    from mlconv.interpreters.check_numerics import errors
+
+    inf, nan = np.inf, np.nan
+    assert errors(np.array([1.0, -3.0]), np.array([1.5, -4.0])) == (1.0, 0.25)  # 1 / max|ref| 4
+    assert errors(np.zeros(0), np.zeros(0)) == (0.0, 0.0)
+    # the same non-finite value on both sides counts as equal; anything else is infinitely off
+    assert errors(np.array([inf, -inf, nan, 2.0]), np.array([inf, -inf, nan, 2.0])) == (0.0, 0.0)
+    assert errors(np.array([inf, 1.0]), np.array([-inf, 2.0])) == (inf, inf)
+    assert errors(np.array([nan, 1.0]), np.array([1.0, 1.0])) == (inf, inf)
+    assert errors(np.array([1.0, 2.0]), np.array([inf, 2.0])) == (inf, inf)
+    # the relative error's scale: the reference's largest finite magnitude
+    assert errors(np.array([inf, 3.0]), np.array([inf, -2.0])) == (5.0, 2.5)
+    # an all-zero reference: 0 when equal, inf when not
+    assert errors(np.zeros(3), np.zeros(3)) == (0.0, 0.0)
+    assert errors(np.array([0.0, 1e-9]), np.zeros(2)) == (1e-9, inf)
+
+
+def test_aligned_layouts():
+    from mlconv.interpreters.check_numerics import aligned
+
+    nchw = np.arange(24.0).reshape(1, 2, 3, 4)
+    nhwc = np.moveaxis(nchw, 1, -1)
+    assert aligned(nchw, nchw) is nchw
+    np.testing.assert_array_equal(aligned(nchw, nhwc), nhwc)
+    ncw = np.arange(6.0).reshape(1, 2, 3)
+    np.testing.assert_array_equal(aligned(ncw, np.zeros((1, 3, 2))), np.moveaxis(ncw, 1, -1))
+    assert aligned(np.zeros((2, 3)), np.zeros((3, 2))) is None  # rank 2: no layout move
+    assert aligned(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 4, 3))) is None
+    assert aligned(np.zeros((1, 2, 3)), np.zeros((1, 2, 3, 1))) is None
+    np.testing.assert_array_equal(aligned(np.array([[7.0]]), np.zeros(())), np.array(7.0))
+    assert aligned(np.zeros(2), np.zeros((1, 1))) is None
+
+
+def test_report_text_one_line_per_pass_then_the_verdict():
+    from mlconv.interpreters.check_numerics import NumericsReport, OpDivergence, Step
+
+    steps = [
+        Step("(input)", "onnx", 0.0),
+        Step("onnx-to-core", "core", 0.0125, max_abs=0.5, diverged=True),
+        Step("core-fuse", None, 0.002, note="not checked"),
+    ]
+    report = NumericsReport(steps=steps, rtol=1e-3, atol=2e-6)
+    assert report.ok and report.message() == ""
+    report.first_pass, report.output_index = "onnx-to-core", 1
+    assert not report.ok
+    assert report.message() == (
+        "numerics diverge after pass 'onnx-to-core': output 1 differs by 0.5 (rtol 0.001, atol 2e-06)"
+    )
+    report.first_op = OpDivergence("max", "onnx.Max", "core.Minimum", 0.25, (2, 4))
+    assert report.message().endswith(
+        '; first differing op: loc("max") (onnx.Max -> core.Minimum, 2x4) by 0.25'
+    )
+    report.first_op = OpDivergence("t", "core.Tanh", "core.Tanh", 1.5, ())
+    assert report.message().endswith('; first differing op: loc("t") (core.Tanh, scalar) by 1.5')
+    assert report.format() == (
+        "  (input)       onnx        0.0 ms  max |change|         -  \n"
+        "  onnx-to-core  core       12.5 ms  max |change|       0.5  DIVERGED\n"
+        "  core-fuse     ?           2.0 ms  max |change|         -    (not checked)\n"
+        + report.message()
+        + "\n"
+    )
+    short = NumericsReport(steps=[Step("a", "core", 0.0, max_abs=0.0)])
+    assert short.format() == (
+        "  a     core        0.0 ms  max |change|         0  ok\nnumerics preserved by every pass\n"
+    )
+
+
+def test_expand_flattens_nested_pipelines():
+    from mlconv.interpreters.check_numerics import expand
+
+    class Leaf:
+        pass
+
+    class Stages:
+        def __init__(self, *stages):
+            self.stages = stages
+
+        def passes(self):
+            return list(self.stages)
+
+    a, b, c = Leaf(), Leaf(), Leaf()
+    empty = Stages()
+    assert expand([a, Stages(b, Stages(c)), empty]) == [a, b, c, empty]

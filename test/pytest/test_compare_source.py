@@ -223,3 +223,93 @@ def test_compare_with_source_runs_the_callers_inputs(broken_max, tmp_path):  # n
     zeros = np.zeros((2, 4), np.float32)
     assert compare_with_source(path, {"x": zeros}).ok
     assert compare_with_source(path, [zeros]).ok
+
+
+# Issue 31 (mutation score): the report itself, from rows built here with known values.
+
+
+def _report():
+    from mlconv.verify.compare_source import Row, SourceComparison
+
+    report = SourceComparison("m.onnx", "onnx", "onnxruntime", 1e-3, 1e-5)
+    report.outputs = [Row("y", "softmax", (1, 10), 2e-6, 4e-6, False, "output", "output")]
+    report.layers = [
+        Row("a", "conv1", (1, 8, 8, 8), 1e-7, 2e-7, False, "layer", "Conv"),
+        Row("b", "relu1", (), 0.5, 0.25, True, "layer", "Relu"),
+        Row(
+            "c",
+            "block/" + "x" * 60 + "/pool",
+            (2, 3),
+            0.75,
+            0.5,
+            True,
+            "layer",
+            "MaxPoolWithIndices",
+        ),
+    ]
+    report.unmatched = 2
+    return report
+
+
+def test_source_comparison_table_and_json():
+    report = _report()
+    first = report.layers[1]
+    assert report.first_divergence is first and not report.ok
+    long = report.layers[2].location
+    where = "..." + long[len(long) - 45 :]
+    assert len(where) == 48
+    assert report.format_table().splitlines() == [
+        "m.onnx: mlconv vs onnxruntime (rtol 0.001, atol 1e-05)",
+        "outputs:",
+        "  location  output           shape                 max abs    max rel  status",
+        "  softmax   y                1x10                    2e-06      4e-06  ok",
+        "layers:",
+        f"  {'location':<48}  op               shape                 max abs    max rel  status",
+        f"  {'conv1':<48}  Conv             1x8x8x8                 1e-07      2e-07  ok",
+        f"  {'relu1':<48}  Relu             scalar                    0.5       0.25  DIVERGED"
+        "  << first divergence",
+        f"  {where}  MaxPoolWithIndic 2x3                      0.75        0.5  DIVERGED",
+        "3 layers matched, 2 source tensors without an mlconv value of their shape",
+        "first divergence: relu1 (Relu) max abs 0.5",
+    ]
+    colored = report.format_table(color=True).splitlines()
+    assert colored[7] == "\x1b[1;31m" + report.format_table().splitlines()[7] + "\x1b[0m"
+    assert colored[6] == report.format_table().splitlines()[6]  # rows that kept the numbers
+    data = json.loads(report.to_json())
+    assert data["ok"] is False and data["unmatched"] == 2
+    assert data["first_divergence"] == {
+        "name": "b", "location": "relu1", "shape": [], "max_abs": 0.5, "max_rel": 0.25,
+        "diverged": True, "kind": "layer", "op_type": "Relu",
+    }  # fmt: skip
+    assert [row["shape"] for row in data["layers"]] == [[1, 8, 8, 8], [], [2, 3]]
+    assert (data["model"], data["framework"], data["runtime"], data["rtol"], data["atol"]) == (
+        "m.onnx", "onnx", "onnxruntime", 1e-3, 1e-5
+    )  # fmt: skip
+
+
+def test_source_comparison_outputs_only_and_output_divergence():
+    report = _report()
+    report.layers, report.unmatched = [], 0
+    assert report.ok and report.first_divergence is None
+    lines = report.format_table().splitlines()
+    assert lines[-1] == "first divergence: none" and "layers:" not in lines
+    assert not any("layers matched" in line for line in lines)
+    report.outputs[0].diverged = True
+    assert report.first_divergence is report.outputs[0] and not report.ok
+    # a diverged layer comes first, whatever the outputs say
+    report.layers = [_report().layers[2], _report().layers[1]]
+    assert report.first_divergence is report.layers[0]
+
+
+def test_framework_of_names_the_runtime(tmp_path):
+    from mlconv.errors import OptionError
+    from mlconv.verify.compare_source import RUNTIMES, framework_of
+
+    assert framework_of(str(tmp_path)) == "tf"
+    assert framework_of("a/M.TFLITE") == "tflite" and framework_of("m.ONNX") == "onnx"
+    assert RUNTIMES == {"onnx": "onnxruntime", "tf": "TensorFlow", "tflite": "LiteRT"}
+    with pytest.raises(OptionError) as caught:
+        framework_of("m.pb")
+    assert caught.value.message == (
+        "'m.pb': --compare-with-source needs an .onnx file, a SavedModel folder or a .tflite file"
+    )
