@@ -587,3 +587,42 @@ def test_each_batch_runs_at_the_next_allowed_size(allowed, rows, sizes):
     assert ran == sizes
     assert batcher.stats["padding"] == sum(sizes) - sum(rows)
     assert config.padded_size(9) == 9  # beyond the largest: split upstream, never padded down
+
+
+def test_an_open_batch_keeps_filling_while_the_batch_before_it_is_taken():
+    """Issue 31 (a surviving mutant: the thread marked the queue's last batch closed, not the
+    head it takes). Batches: [4 rows] runs and waits; [4 rows] full and [1 row] open queue
+    behind it; once the thread takes the second, a 1-row request still joins the open one:
+    three batches of 4, 4 and 2 rows, never a fourth."""
+    gate, entered = threading.Semaphore(0), threading.Semaphore(0)
+    ran: list[int] = []
+
+    def executable(size):
+        def run(x):
+            ran.append(size)
+            entered.release()
+            assert gate.acquire(timeout=30)
+            return [x * 2.0]
+
+        return run
+
+    config = BatchConfig(
+        max_batch_size=4, allowed_batch_sizes=(2, 4), batch_timeout_micros=30_000_000
+    )
+    signature = InputSignature(("x",), (np.dtype(np.float32),), ((FEATURES,),))
+    batcher = Batcher(executable, config, signature, "fill")
+    rng = np.random.default_rng(31)
+    xs = [rng.standard_normal((n, FEATURES)).astype(np.float32) for n in (4, 4, 1, 1)]
+    futures = [batcher.submit([xs[0]])]
+    assert entered.acquire(timeout=30)  # the first batch runs
+    futures += [batcher.submit([xs[1]]), batcher.submit([xs[2]])]
+    gate.release()
+    assert entered.acquire(timeout=30)  # the second runs; the 1-row batch is open, 30 s to go
+    futures.append(batcher.submit([xs[3]]))
+    for _ in range(3):  # the batches left (a third one spare: a fourth batch must not hang)
+        gate.release()
+    batcher.close()  # runs what waits at once
+    for future, x in zip(futures, xs, strict=True):
+        np.testing.assert_array_equal(future.result(30)[0], x * 2.0)
+    assert ran == [4, 4, 2]
+    assert batcher.stats["padding"] == 0 and batcher.stats["requests"] == 4
