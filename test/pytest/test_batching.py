@@ -208,7 +208,7 @@ def test_saved_model_form_batches_with_tensorflows_batch_function(artifact):
     (batch,) = [n for n in nodes if n.op == "BatchFunction"]
     # max_batch_size bounds one request in TensorFlow; batches run at most 8 rows (the last
     # allowed size): a request of more rows is split
-    assert batch.attr["max_batch_size"].i == LARGEST_REQUEST
+    assert batch.attr["max_batch_size"].i == LARGEST_REQUEST == 65536  # the documented limit
     assert list(batch.attr["allowed_batch_sizes"].list.i) == [2, 4, 8]
     assert batch.attr["batch_timeout_micros"].i == 2000
     assert batch.attr["num_batch_threads"].i == 2
@@ -626,3 +626,29 @@ def test_an_open_batch_keeps_filling_while_the_batch_before_it_is_taken():
         np.testing.assert_array_equal(future.result(30)[0], x * 2.0)
     assert ran == [4, 4, 2]
     assert batcher.stats["padding"] == 0 and batcher.stats["requests"] == 4
+
+
+def test_a_lone_request_waits_for_the_batch_timeout_then_runs():
+    """Issue 31 (a surviving mutant: the deadline `now * timeout` instead of `now + timeout`
+    took every batch at once). A lone 1-row request waits batch_timeout_micros (0.25 s) for
+    company, then runs padded to 2 rows; the wait is a lower bound, whatever the load."""
+    ran: list[int] = []
+
+    def executable(size):
+        def run(x):
+            ran.append(size)
+            return [x * 2.0]
+
+        return run
+
+    config = BatchConfig(max_batch_size=4, allowed_batch_sizes=(2, 4), batch_timeout_micros=250_000)
+    signature = InputSignature(("x",), (np.dtype(np.float32),), ((FEATURES,),))
+    batcher = Batcher(executable, config, signature, "timeout")
+    x = np.ones((1, FEATURES), np.float32)
+    try:
+        start = time.monotonic()
+        np.testing.assert_array_equal(batcher.submit([x]).result(30)[0], x * 2.0)
+        assert time.monotonic() - start >= 0.25
+    finally:
+        batcher.close()
+    assert ran == [2]
