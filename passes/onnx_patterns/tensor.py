@@ -61,6 +61,19 @@ def identity(op, b):
     return [op.operands[0]]
 
 
+@lowering("OptionalGetElement", 15, 18, 28)
+def optional_get_element(op, b):
+    """On a tensor (optional values are refused at import) the element is the tensor itself."""
+    return [op.operands[0]]
+
+
+@lowering("OptionalHasElement", 15, 18, 28)
+def optional_has_element(op, b):
+    """True for a tensor input, false without an input (the empty optional): optional-typed
+    values are refused at import, so that is every case that reaches here."""
+    return [b.const(np.asarray(bool(op.operands)))]
+
+
 @lowering("Reshape", 1)
 def reshape_v1(op, b):
     if len(op.operands) > 1:  # onnx-normalize moved the shape to an input

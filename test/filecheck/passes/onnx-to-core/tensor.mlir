@@ -185,3 +185,21 @@ builtin.module attributes {onnx.opset_import = {"" = 24 : i64}} {
     func.return %y : tensor<2x4x5xf32>
   }
 }
+
+// -----
+
+// Optional ops on plain tensors (optional-typed values are refused at import): the element of
+// a tensor is the tensor; HasElement is true with an input and false without one.
+// CHECK-LABEL: func.func @optional_ops
+// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>)
+// CHECK:         %[[H:.*]] = core.Constant {value = dense<true> : tensor<i1>}
+// CHECK:         %[[N:.*]] = core.Constant {value = dense<false> : tensor<i1>}
+// CHECK:         func.return %[[X]], %[[H]], %[[N]]
+builtin.module attributes {onnx.opset_import = {"" = 18 : i64}} {
+  func.func @optional_ops(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<i1>, tensor<i1>) {
+    %e = "onnx.OptionalGetElement"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %h = "onnx.OptionalHasElement"(%x) : (tensor<4xf32>) -> tensor<i1>
+    %n = "onnx.OptionalHasElement"() : () -> tensor<i1>
+    func.return %e, %h, %n : tensor<4xf32>, tensor<i1>, tensor<i1>
+  }
+}
