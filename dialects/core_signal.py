@@ -1,4 +1,4 @@
-"""Signal core ops: DFT and STFT. Complex values are a trailing dim of 2 (real, imaginary); a
+"""Signal core ops: DFT, STFT and MelWeightMatrix. Complex values are a trailing dim of 2 (real, imaginary); a
 trailing dim of 1 is a real signal. The transforms are products with constant DFT matrices
 (cos/sin), which map onto dot_general rather than an FFT primitive.
 """
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from mlconv.dialects.core_base import BOOL, CoreOp, core_op
+from mlconv.dialects.core_base import BOOL, TYPE, CoreOp, core_op
 
 
 def _scalar(value, default=None):
@@ -142,4 +142,59 @@ class STFTOp(CoreOp):
         return _complex(*_dft_last(real, imag, length, False, onesided), signal.dtype)
 
 
-OPS: list[type[CoreOp]] = [DFTOp, STFTOp]
+@core_op(
+    operands=("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"),
+    attributes={"output_type": (TYPE, np.dtype(np.float32))},
+    static_operands=(
+        "num_mel_bins",
+        "dft_length",
+        "sample_rate",
+        "lower_edge_hertz",
+        "upper_edge_hertz",
+    ),
+)
+class MelWeightMatrixOp(CoreOp):
+    """The (dft_length // 2 + 1, num_mel_bins) matrix of triangular mel filters that maps a
+    onesided spectrum to mel bins, from scalars (ONNX MelWeightMatrix-17, computed as the ONNX
+    reference does: band edges evenly spaced in mel over num_mel_bins + 2 steps, rounded down
+    to spectrum bins). The shape depends on the values: every operand is static.
+
+        %m = "core.MelWeightMatrix"(%bins, %n, %rate, %low, %high) {output_type = f32}
+               : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>)
+               -> tensor<9x8xf32>
+    """
+
+    name = "core.MelWeightMatrix"
+    VERSION = 1
+
+    @staticmethod
+    def semantics(
+        num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *, output_type
+    ):
+        bins, length, rate, low, high = (
+            np.asarray(v).reshape(())
+            for v in (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz)
+        )
+        if int(bins) < 1 or int(length) < 1 or int(rate) < 1:
+            raise ValueError("num_mel_bins, dft_length and sample_rate must be positive")
+        edges = np.arange(0, int(bins) + 2)
+        low_mel = 2595 * np.log1p(low / 700) / np.log(10)
+        high_mel = 2595 * np.log1p(high / 700) / np.log(10)
+        step = (high_mel - low_mel) / edges.shape[0]
+        edges = 700 * np.expm1((edges * step + low_mel) / 2595 * np.log(10))
+        edges = (((length + 1) * edges) // rate).astype(int)
+        out = np.zeros((int(length) // 2 + 1, int(bins)))
+        for i in range(int(bins)):
+            left, center, right = edges[i], edges[i + 1], edges[i + 2]
+            if center == left:
+                out[center, i] = 1
+            else:
+                j = np.arange(left, center + 1)
+                out[j, i] = (j - left) / float(center - left)
+            if right > center:
+                j = np.arange(center, right)
+                out[j, i] = (right - j) / float(right - center)
+        return jnp.asarray(out.astype(output_type))
+
+
+OPS: list[type[CoreOp]] = [DFTOp, STFTOp, MelWeightMatrixOp]

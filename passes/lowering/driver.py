@@ -4,7 +4,7 @@
 `fallback` takes them), refuses the whole module before rewriting anything, with one report in
 one format for every framework:
 
-    no lowering to core for 2 onnx op type(s) at opset 20: onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.MelWeightMatrix-17 (1 node: mel)
+    no lowering to core for 2 onnx op type(s) at opset 20: onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.RandomUniformLike-1 (1 node: noise)
 
 With `allow_partial` such ops stay. Then each op is lowered in order: its pattern (or the
 fallback) builds the new ops through the builder (at the op's location) and returns one value

@@ -265,3 +265,11 @@ def tfidf_vectorizer(op, b):
     if len(shape) == 1:
         total = b(ct.SqueezeOp, total, b.ints([0]))
     return [total]
+
+
+@lowering("MelWeightMatrix", 17)
+def mel_weight_matrix(op, b):
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+    element = op.results[0].type.get_element_type()
+    matrix = b(signal.MelWeightMatrixOp, *(b.input(op, n) for n in names), output_type=element)
+    return [with_element_type(matrix, element)]

@@ -158,12 +158,12 @@ def test_lowering_a_dynamic_batch_is_one_line() -> None:
 
 
 def _unsupported_model() -> onnx.ModelProto:
-    """Relu (lowered) besides two Multinomial nodes and a MelWeightMatrix (no lowering)."""
+    """Relu (lowered) besides two Multinomial nodes and a RandomUniformLike (no lowering)."""
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
         helper.make_node("Multinomial", ["p"], ["a"], name="draw_a"),
         helper.make_node("Multinomial", ["p"], ["b"], name="draw_b"),
-        helper.make_node("MelWeightMatrix", ["n", "n", "n", "lo", "lo"], ["m"], name="mel"),
+        helper.make_node("RandomUniformLike", ["x"], ["m"], name="noise"),
     ]
     graph = helper.make_graph(
         nodes,
@@ -171,8 +171,6 @@ def _unsupported_model() -> onnx.ModelProto:
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 1]),
             helper.make_tensor_value_info("p", TensorProto.FLOAT, [2, 8]),
-            helper.make_tensor_value_info("n", TensorProto.INT64, []),
-            helper.make_tensor_value_info("lo", TensorProto.FLOAT, []),
         ],
         [
             helper.make_tensor_value_info("a", TensorProto.INT32, None),
@@ -192,7 +190,7 @@ def test_missing_lowerings_are_one_line_listing_every_op_version(tmp_path: Path)
         message = str(error.value)
         assert "\n" not in message
         assert "no lowering to core for 2 onnx op type(s) at opset 20" in message
-        assert "MelWeightMatrix-17 (1 node: mel)" in message
+        assert "RandomUniformLike-1 (1 node: noise)" in message
         assert "Multinomial-7 (2 nodes: draw_a, draw_b)" in message
         assert "Relu" not in message
 

@@ -63,7 +63,8 @@ def test_every_framework_reports_unsupported_ops_in_one_format():
         assert match.group(3) == dialect
     assert reports["onnx"] == (
         "no lowering to core for 2 onnx op type(s) at opset 20: "
-        "onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.MelWeightMatrix-17 (1 node: mel)" + HINT
+        "onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.RandomUniformLike-1 (1 node: noise)"
+        + HINT
     )
     assert reports["tf"] == (
         "no lowering to core for 2 tf op type(s): "

@@ -40,6 +40,9 @@ ONNX_UNREAD: dict[tuple[str, str], str] = {
     ): "opset-1 in-place hint for Caffe2's memory planner; no effect on values",
     ("Cast", "to"): "the importer types the result from it; the pattern converts to that type",
     ("BitCast", "to"): "the importer types the result from it; the pattern reads the result type",
+    ("MelWeightMatrix", "output_datatype"): (
+        "the importer types the result from it; the pattern reads the result type"
+    ),
     ("Cast", "round_mode"): "only for FLOAT8E8M0 targets, which the dialect refuses",
     ("CastLike", "round_mode"): "only for FLOAT8E8M0 targets, which the dialect refuses",
     ("QuantizeLinear", "output_dtype"): "the importer types the result from it",

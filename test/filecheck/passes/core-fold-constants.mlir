@@ -161,3 +161,21 @@ func.func @decode_constant() -> tensor<?x?x3xui8> {
   %y = "core.ImageDecoder"(%bytes) {pixel_format = "BGR"} : (tensor<13xui8>) -> tensor<?x?x3xui8>
   func.return %y : tensor<?x?x3xui8>
 }
+
+// -----
+
+// MelWeightMatrix of constant scalars (3 mel bins, dft length 16, 8 kHz, 100-4000 Hz) folds to
+// the (16 / 2 + 1) x 3 matrix the ONNX reference gives (triangles rising and falling by halves).
+// CHECK-LABEL: func.func @mel
+// CHECK-SAME:    -> tensor<9x3xf32>
+// CHECK:         %[[M:.*]] = core.Constant {value = dense<{{\[\[}}1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 5.000000e-01, 5.000000e-01], [0.000000e+00, 0.000000e+00, 1.000000e+00], [0.000000e+00, 0.000000e+00, 5.000000e-01], [0.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<9x3xf32>}
+// CHECK:         func.return %[[M]]
+func.func @mel() -> tensor<?x?xf32> {
+  %bins = core.Constant {value = dense<3> : tensor<i64>} : tensor<i64>
+  %n = core.Constant {value = dense<16> : tensor<i64>} : tensor<i64>
+  %rate = core.Constant {value = dense<8000> : tensor<i64>} : tensor<i64>
+  %low = core.Constant {value = dense<100.0> : tensor<f32>} : tensor<f32>
+  %high = core.Constant {value = dense<4000.0> : tensor<f32>} : tensor<f32>
+  %m = "core.MelWeightMatrix"(%bins, %n, %rate, %low, %high) {output_type = f32} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  func.return %m : tensor<?x?xf32>
+}

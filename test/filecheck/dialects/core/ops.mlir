@@ -202,3 +202,14 @@ func.func @image_decoder(%bytes: tensor<64xui8>) -> tensor<?x?x3xui8> {
   %y = "core.ImageDecoder"(%bytes) {pixel_format = "BGR"} : (tensor<64xui8>) -> tensor<?x?x3xui8>
   func.return %y : tensor<?x?x3xui8>
 }
+
+// -----
+
+// MelWeightMatrix: every operand is static (the shape depends on the values).
+
+// CHECK-LABEL: func.func @mel_weight_matrix
+// CHECK:         "core.MelWeightMatrix"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {output_type = f32} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+func.func @mel_weight_matrix(%bins: tensor<i64>, %n: tensor<i64>, %rate: tensor<i64>, %low: tensor<f32>, %high: tensor<f32>) -> tensor<?x?xf32> {
+  %m = "core.MelWeightMatrix"(%bins, %n, %rate, %low, %high) {output_type = f32} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  func.return %m : tensor<?x?xf32>
+}

@@ -8,7 +8,7 @@
 // DEFAULT:         %[[R:.*]] = "core.Relu"
 // DEFAULT:         %[[A:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "Bernoulli", attrs = {}} : (tensor<16xf32>) -> tensor<16xf32>
 // DEFAULT:         %[[B:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "Bernoulli", attrs = {}} : (tensor<16xf32>) -> tensor<16xf32>
-// DEFAULT:         %[[M:.*]] = "core.Custom"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {domain = "", op_type = "MelWeightMatrix", attrs = {}} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<9x4xf32>
+// DEFAULT:         %[[M:.*]] = "core.Custom"(%{{.*}}) {domain = "", op_type = "RandomUniformLike", attrs = {}} : (tensor<1x64x1xf32>) -> tensor<1x64x1xf32>
 // DEFAULT:         func.return %[[A]], %[[B]], %[[M]], %[[R]]
 
 // CHECK-LABEL: func.func @custom_domain

@@ -69,5 +69,5 @@ builtin.module attributes {onnx.opset_import = {"" = 13 : i64}} {
 
 // Every (op, since-version) without a lowering is listed at once, with its node count and
 // names, and nothing is rewritten.
-// NOLOWERING: onnx-unsupported.mlir: error: no lowering to core for 2 onnx op type(s) at opset 20: onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.MelWeightMatrix-17 (1 node: mel)
+// NOLOWERING: onnx-unsupported.mlir: error: no lowering to core for 2 onnx op type(s) at opset 20: onnx.Bernoulli-15 (2 nodes: coin_a, coin_b); onnx.RandomUniformLike-1 (1 node: noise)
 // NOLOWERING-NOT: Traceback

@@ -97,3 +97,15 @@ builtin.module attributes {onnx.opset_import = {"" = 20 : i64}} {
     func.return %y : tensor<?x?x1xui8>
   }
 }
+
+// -----
+
+// MelWeightMatrix: one core.MelWeightMatrix of the five scalars, typed by output_datatype.
+// CHECK-LABEL: func.func @mel_weight_matrix
+// CHECK:         "core.MelWeightMatrix"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {output_type = f64} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<?x?xf64>
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @mel_weight_matrix(%bins: tensor<i64>, %n: tensor<i64>, %rate: tensor<i64>, %low: tensor<f32>, %high: tensor<f32>) -> tensor<?x?xf64> {
+    %m = "onnx.MelWeightMatrix"(%bins, %n, %rate, %low, %high) {output_datatype = 11 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<?x?xf64>
+    func.return %m : tensor<?x?xf64>
+  }
+}
