@@ -273,3 +273,62 @@ def mel_weight_matrix(op, b):
     element = op.results[0].type.get_element_type()
     matrix = b(signal.MelWeightMatrixOp, *(b.input(op, n) for n in names), output_type=element)
     return [with_element_type(matrix, element)]
+
+
+@lowering("DeformConv", 19, 22)
+def deform_conv(op, b):
+    """2-D deformable convolution as the ONNX reference computes it: each kernel tap of each
+    output position samples X at its regular place plus its learned offset, bilinearly with
+    zeros outside (one core.GridSample with align_corners per offset group, at all taps and
+    positions at once), times the optional mask; the samples then contract with W per group
+    (one Einsum), plus the bias."""
+    x, w, offset = (b.input(op, n) for n in ("X", "W", "offset"))
+    bias, mask = b.input(op, "B"), b.input(op, "mask")
+    shapes = [v.type.get_shape() if b.rank(v) else None for v in (x, w, offset)]
+    if any(s is None or any(d < 0 for d in s) for s in shapes) or len(shapes[0]) != 4:
+        raise b.fail("needs the static shapes of a 2-D X, W and offset")
+    (n, c, ih, iw), (oc, cg, kh, kw), (_, _, oh, ow) = shapes
+    if list(b.attr(op, "kernel_shape", [kh, kw])) != [kh, kw]:
+        raise b.fail(f"kernel_shape differs from W's spatial dims {kh}x{kw}")
+    group = b.attr(op, "group", 1)
+    og = b.attr(op, "offset_group", 1)
+    sh, sw = b.attr(op, "strides", [1, 1])
+    dh, dw = b.attr(op, "dilations", [1, 1])
+    top, left = b.attr(op, "pads", [0, 0, 0, 0])[:2]
+    if c != cg * group or oc % group or c % og or ih < 2 or iw < 2:
+        raise b.fail("X, W, group and offset_group do not fit (or X is under 2x2)")
+    dtype = b.dtype(x)
+    taps = kh * kw
+    # Regular sampling places (kh, kw, oh, ow), then the offsets (n, og, kh, kw, oh, ow).
+    ky, kx, py, px = np.meshgrid(
+        np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow), indexing="ij"
+    )
+    places = {"y": (py * sh - top + ky * dh), "x": (px * sw - left + kx * dw)}
+    offsets = b(ct.ReshapeOp, offset, b.ints([n, og, kh, kw, 2, oh, ow]))
+    normalized = []
+    for axis, (name, size) in enumerate((("y", ih), ("x", iw))):
+        moved = b(ct.GatherOp, offsets, b.ints(axis), b.ints(4))
+        where = b(ew.AddOp, moved, b.const(places[name].astype(dtype)))
+        scaled = b(ew.MultiplyOp, where, b.const(np.asarray(2 / (size - 1), dtype)))
+        normalized.append(b(ew.SubtractOp, scaled, b.const(np.asarray(1, dtype))))
+    grid = b(
+        ct.ConcatOp,
+        [b(ct.UnsqueezeOp, v, b.ints([-1])) for v in reversed(normalized)],  # (x, y)
+        axis=-1,
+    )
+    grid = b(ct.ReshapeOp, grid, b.ints([n * og, taps * oh, ow, 2]))
+    data = b(ct.ReshapeOp, x, b.ints([n * og, c // og, ih, iw]))
+    sampled = b(
+        vision.GridSampleOp, data, grid, align_corners=True, mode="bilinear", padding_mode="zeros"
+    )
+    sampled = b(ct.ReshapeOp, sampled, b.ints([n, og, c // og, taps, oh, ow]))
+    if mask is not None:
+        mask = b(ct.ReshapeOp, mask, b.ints([n, og, 1, taps, oh, ow]))
+        sampled = b(ew.MultiplyOp, sampled, mask)
+    sampled = b(ct.ReshapeOp, sampled, b.ints([n, group, cg, taps, oh, ow]))
+    filters = b(ct.ReshapeOp, w, b.ints([group, oc // group, cg, taps]))
+    y = b(ci.EinsumOp, [sampled, filters], equation="ngcshw,gocs->ngohw")
+    y = b(ct.ReshapeOp, y, b.ints([n, oc, oh, ow]))
+    if bias is not None:
+        y = b(ew.AddOp, y, b(ct.ReshapeOp, bias, b.ints([1, oc, 1, 1])))
+    return [y]

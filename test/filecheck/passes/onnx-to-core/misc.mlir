@@ -109,3 +109,25 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
     func.return %m : tensor<?x?xf64>
   }
 }
+
+// -----
+
+// DeformConv: the offsets (n, offset groups, kh, kw, y/x, oh, ow) are added to the regular
+// sampling places and normalized for GridSample with align_corners ((x, y) order, last dim);
+// one GridSample samples every tap at every output position, and one Einsum contracts the
+// samples with W per group.
+// CHECK-LABEL: func.func @deform_conv
+// CHECK:         %[[OFF:.*]] = "core.Reshape"(%{{.*}}, %{{.*}}) : (tensor<1x8x3x3xf32>, tensor<7xi64>) -> tensor<1x1x2x2x2x3x3xf32>
+// CHECK:         %[[Y:.*]] = "core.Gather"(%[[OFF]], %{{.*}}, %{{.*}}) {{.*}} -> tensor<1x1x2x2x3x3xf32>
+// CHECK:         "core.Add"(%[[Y]], %{{.*}}) : (tensor<1x1x2x2x3x3xf32>, tensor<2x2x3x3xf32>)
+// CHECK:         %[[X:.*]] = "core.Gather"(%[[OFF]], %{{.*}}, %{{.*}})
+// CHECK:         %[[G:.*]] = "core.Concat"(%{{.*}}, %{{.*}}) {axis = -1 : i64} {{.*}} -> tensor<1x1x2x2x3x3x2xf32>
+// CHECK:         %[[GRID:.*]] = "core.Reshape"(%[[G]], %{{.*}}) {{.*}} -> tensor<1x12x3x2xf32>
+// CHECK:         %[[S:.*]] = "core.GridSample"(%{{.*}}, %[[GRID]]) {align_corners = true, mode = "bilinear", padding_mode = "zeros"} : (tensor<1x2x4x4xf32>, tensor<1x12x3x2xf32>) -> tensor<1x2x12x3xf32>
+// CHECK:         "core.Einsum"(%{{.*}}, %{{.*}}) {equation = "ngcshw,gocs->ngohw"} : (tensor<1x1x2x4x3x3xf32>, tensor<1x3x2x4xf32>) -> tensor<1x1x3x3x3xf32>
+builtin.module attributes {onnx.opset_import = {"" = 22 : i64}} {
+  func.func @deform_conv(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x2x2xf32>, %off: tensor<1x8x3x3xf32>) -> tensor<1x3x3x3xf32> {
+    %y = "onnx.DeformConv"(%x, %w, %off) {kernel_shape = [2 : i64, 2 : i64], operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<1x2x4x4xf32>, tensor<3x2x2x2xf32>, tensor<1x8x3x3xf32>) -> tensor<1x3x3x3xf32>
+    func.return %y : tensor<1x3x3x3xf32>
+  }
+}
