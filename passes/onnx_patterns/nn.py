@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import ml_dtypes
 import numpy as np
 
 from mlconv.dense import element_type
 from mlconv.dialects import core_conv as conv_ops
 from mlconv.dialects import core_elementwise as ew
+from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_nn as nn
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lowering
@@ -100,8 +103,6 @@ def conv_transpose(op, b):
 def max_pool(op, b):
     x = b.input(op, "X")
     spatial = spatial_rank(b, x, op)
-    if len(op.results) > 1 and op.results[1].uses:
-        raise b.fail("MaxPool's Indices output is not supported yet")
     y = b(
         nn.MaxPoolOp,
         x,
@@ -110,7 +111,66 @@ def max_pool(op, b):
         dilations=b.attr(op, "dilations", [1] * spatial),
         **window_attributes(op, b, spatial),
     )
+    if len(op.results) > 1 and op.results[1].uses:
+        return [y, _max_pool_indices(op, b, x, y, spatial)]
     return [y, None]
+
+
+def _max_pool_indices(op, b, x, pooled, spatial):
+    """MaxPool's Indices: the flat index (over the whole N x C x ... input, row-major, or
+    column-major over the spatial dims for storage_order 1) of the first kernel tap, in
+    row-major tap order, that holds the window's maximum. Per tap: a strided slice of the
+    input padded with -inf, compared with the pooled maximum; taps are taken last to first so
+    that the first equal one is selected last."""
+    shape = x.type.get_shape() if b.rank(x) else None
+    out = pooled.type.get_shape() if b.rank(pooled) else None
+    if shape is None or out is None or any(d < 0 for d in (*shape, *out)):
+        raise b.fail("MaxPool's Indices output needs static input and output shapes")
+    if b.attr(op, "auto_pad", "NOTSET") != "NOTSET":
+        raise b.fail("MaxPool's Indices output with auto_pad is not supported")
+    kernel = list(op.onnx_attr("kernel_shape"))
+    strides = list(b.attr(op, "strides", [1] * spatial))
+    dilations = list(b.attr(op, "dilations", [1] * spatial))
+    pads = list(b.attr(op, "pads", [0] * (2 * spatial)))
+    begin = pads[:spatial]
+    # Enough at the end for every window (ceil_mode's last one may stick out).
+    end = [
+        max(
+            0,
+            (out[2 + d] - 1) * strides[d]
+            + (kernel[d] - 1) * dilations[d]
+            + 1
+            - shape[2 + d]
+            - begin[d],
+        )
+        for d in range(spatial)
+    ]
+    dtype = b.dtype(x)
+    low = np.asarray(-np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min, dtype)
+    padded = b(
+        ci.PadOp, x, b.ints([0, 0, *begin]), b.ints([0, 0, *end]), b.const(low), pad_mode="constant"
+    )
+    column_major = bool(b.attr(op, "storage_order", 0))
+    grids = np.meshgrid(*(np.arange(d) for d in out[2:]), indexing="ij")
+    indices = None
+    for tap in reversed(list(itertools.product(*(range(k) for k in kernel)))):
+        starts = [t * dilations[d] for d, t in enumerate(tap)]
+        stops = [s + (out[2 + d] - 1) * strides[d] + 1 for d, s in enumerate(starts)]
+        axes = list(range(2, 2 + spatial))
+        values = b(ci.SliceOp, padded, b.ints(starts), b.ints(stops), b.ints(strides), b.ints(axes))
+        position = [grids[d] * strides[d] - begin[d] + starts[d] for d in range(spatial)]
+        order = list(reversed(range(spatial))) if column_major else list(range(spatial))
+        flat = np.zeros(out[2:], np.int64)
+        for d in order:
+            flat = flat * shape[2 + d] + position[d]
+        flat = flat + (
+            np.arange(shape[0] * shape[1]).reshape(shape[0], shape[1], *[1] * spatial)
+            * int(np.prod(shape[2:]))
+        )
+        here = b.const(flat.astype(np.int64))
+        equal = b(ew.EqualOp, values, pooled)
+        indices = here if indices is None else b(ct.SelectOp, equal, here, indices)
+    return indices
 
 
 @lowering("AveragePool", 1, 7, 10, 11, 19, 22)

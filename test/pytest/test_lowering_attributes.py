@@ -56,7 +56,6 @@ ONNX_UNREAD: dict[tuple[str, str], str] = {
     ("Gemm", "broadcast"): "opset 1/6: allows C to broadcast; a valid C gives the same result",
     ("If", "then_branch"): "a region of the op, lowered with it",
     ("If", "else_branch"): "a region of the op, lowered with it",
-    ("MaxPool", "storage_order"): "only changes the Indices output, which is refused",
     ("Split", "num_outputs"): "equal to the number of results the pattern splits into",
     ("TopK", "sorted"): "sorted=0 leaves the order unspecified: sorted output is valid",
 }

@@ -146,3 +146,24 @@ builtin.module attributes {onnx.opset_import = {"" = 18 : i64}} {
     func.return %y : tensor<?x?x?x?xf32>
   }
 }
+
+// -----
+
+// MaxPool's Indices (storage_order 1: column-major over H, W): per kernel tap, last to first,
+// a strided slice of the input (padded with -inf) is compared with the pooled maximum and
+// selects that tap's flat indices, so the first tap holding the maximum wins. Tap (1, 1) of
+// output (0, 0) is input (1, 1): 1 * 5 + 1 = 6 column-major.
+// CHECK-LABEL: func.func @max_pool_indices
+// CHECK:         %[[Y:.*]] = "core.MaxPool"(%{{.*}})
+// CHECK:         %[[P:.*]] = "core.Pad"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {pad_mode = "constant"}
+// CHECK:         %[[S11:.*]] = "core.Slice"(%[[P]], {{.*}}) -> tensor<1x1x2x2xf32>
+// CHECK:         %[[I11:.*]] = core.Constant {value = dense<{{\[\[\[\[}}6, 16], [8, 18]]]]> : tensor<1x1x2x2xi64>}
+// CHECK:         "core.Equal"(%[[S11]], %[[Y]])
+// CHECK-COUNT-3: "core.Select"
+// CHECK:         func.return %[[Y]], %{{.*}}
+builtin.module attributes {onnx.opset_import = {"" = 22 : i64}} {
+  func.func @max_pool_indices(%x: tensor<1x1x5x5xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) {
+    %y, %i = "onnx.MaxPool"(%x) {kernel_shape = [2 : i64, 2 : i64], strides = [2 : i64, 2 : i64], storage_order = 1 : i64} : (tensor<1x1x5x5xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+    func.return %y, %i : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>
+  }
+}
