@@ -231,6 +231,8 @@ def test_values_at_the_bounds_parse_and_mean_what_they_say():
     assert quantization_method(settings.quantization) == "WEIGHT_ONLY"
     assert len(settings.batch_options) == 2 and settings.tpu_functions == ()
     plain = ConversionSettings.from_options(parse_converter_options(""))
+    assert ConversionSettings() == plain  # the class's defaults are those of empty options
+    assert plain.io_shape_optimization is True and plain.bfloat16 is True
     assert plain.sharding is None and plain.quantization is None
     assert plain.bfloat16_skip_safety_checks is False and plain.bfloat16_filterlist == ()
     unspecified = parse_converter_options(
