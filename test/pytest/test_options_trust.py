@@ -285,3 +285,17 @@ def test_options_from_a_file_or_a_string(tmp_path, monkeypatch):
         .signature_name
         == "s"
     )
+
+
+def test_a_parse_error_deep_inside_names_its_whole_field_path():
+    """A map entry (a repeated message) two messages deep is indexed like a top-level one."""
+    with pytest.raises(OptionError) as caught:
+        parse_converter_options(
+            "external_feature_configs { quantization_options {\n"
+            ' representative_datasets { key: "a" value { bad: 1 } } } }'
+        )
+    assert caught.value.message == (
+        "converter options:2:45: external_feature_configs.quantization_options."
+        'representative_datasets[0].value.bad: Message type "mlconv.converter.'
+        'RepresentativeDatasetFile" has no field named "bad".'
+    )
