@@ -219,7 +219,11 @@ def test_compare_with_source_runs_the_callers_inputs(broken_max, tmp_path):  # n
     lowered to Minimum, x = 0 (x @ w = x) cannot tell them apart while random inputs can: so
     the verdict shows which inputs ran."""
     path = max_model(tmp_path / "max.onnx")
-    assert not compare_with_source(path, seed=0).ok
+    seeded = compare_with_source(path, seed=0)
+    assert not seeded.ok
+    # no inputs, no seed: the same seeded inputs (seed 0), the same verdict and errors
+    default = compare_with_source(path)
+    assert [r.max_abs for r in default.outputs] == [r.max_abs for r in seeded.outputs]
     zeros = np.zeros((2, 4), np.float32)
     assert compare_with_source(path, {"x": zeros}).ok
     assert compare_with_source(path, [zeros]).ok
