@@ -317,3 +317,19 @@ def test_framework_of_names_the_runtime(tmp_path):
     assert caught.value.message == (
         "'m.pb': --compare-with-source needs an .onnx file, a SavedModel folder or a .tflite file"
     )
+
+
+@pytest.mark.parametrize("count", [0, 2])
+def test_a_different_number_of_outputs_is_one_error(tmp_path, monkeypatch, count):
+    """mlconv's run (replaced here) giving fewer or more outputs than onnxruntime's: one line
+    naming both counts, not a traceback from comparing them pairwise."""
+    import mlconv
+    from mlconv.errors import MlconvError
+
+    path = max_model(tmp_path / "max.onnx")
+    monkeypatch.setattr(
+        mlconv, "compile", lambda *a, **k: lambda *arrays: [np.zeros((2, 4), np.float32)] * count
+    )
+    with pytest.raises(MlconvError) as caught:
+        compare_with_source(path)
+    assert caught.value.message == f"mlconv gives {count} outputs, onnxruntime 1"
