@@ -333,3 +333,24 @@ def test_a_different_number_of_outputs_is_one_error(tmp_path, monkeypatch, count
     with pytest.raises(MlconvError) as caught:
         compare_with_source(path)
     assert caught.value.message == f"mlconv gives {count} outputs, onnxruntime 1"
+
+
+def test_compare_with_source_honours_the_callers_tolerances(broken_max, tmp_path):  # noqa: F811
+    """With Max lowered to Minimum the output moves by d = max|tanh(max(xw, x)) -
+    tanh(min(xw, x))| (numpy here): atol just above d (rtol 0) accepts, just below refuses;
+    likewise rtol just above / below d / max|source output| (atol 0)."""
+    path = max_model(tmp_path / "max.onnx")
+    x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
+    source = np.tanh(np.maximum(x @ w, x)).astype(np.float64)
+    d = float(np.abs(source - np.tanh(np.minimum(x @ w, x))).max())
+    scale = float(np.abs(source).max())
+    assert d > 0.1
+    for rtol, atol, ok in [
+        (0.0, d * 1.02, True),
+        (0.0, d * 0.98, False),
+        (d / scale * 1.02, 0.0, True),
+        (d / scale * 0.98, 0.0, False),
+    ]:
+        report = compare_with_source(path, {"x": x}, rtol=rtol, atol=atol)
+        assert report.ok == ok, (rtol, atol, report.format_table())
