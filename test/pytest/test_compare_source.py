@@ -354,3 +354,22 @@ def test_compare_with_source_honours_the_callers_tolerances(broken_max, tmp_path
     ]:
         report = compare_with_source(path, {"x": x}, rtol=rtol, atol=atol)
         assert report.ok == ok, (rtol, atol, report.format_table())
+
+
+def test_equal_infinities_in_the_source_output_agree(tmp_path):
+    """Log(0) = -inf on both sides: equal, with the tolerance of the finite values alone (an
+    infinite source tensor must not turn the limit negative or infinite)."""
+    graph = helper.make_graph(
+        [helper.make_node("Log", ["x"], ["y"], name="log")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = str(tmp_path / "log.onnx")
+    onnx.save(model, path)
+    x = np.array([[0.0, 0.5, 1.0, 3.0]], np.float32)
+    report = compare_with_source(path, {"x": x})
+    (row,) = report.outputs
+    assert report.ok and row.max_abs < 1e-6 and not row.diverged, report.format_table()
