@@ -373,3 +373,21 @@ def test_equal_infinities_in_the_source_output_agree(tmp_path):
     report = compare_with_source(path, {"x": x})
     (row,) = report.outputs
     assert report.ok and row.max_abs < 1e-6 and not row.diverged, report.format_table()
+
+
+@pytest.mark.parametrize("text", ["cannot load\nsecond line", "one line"])
+def test_a_runtime_failure_is_its_first_line(tmp_path, monkeypatch, text):
+    """The source runtime failing (onnxruntime replaced here by one that raises): one line,
+    the runtime's first line of its message."""
+    import onnxruntime
+
+    from mlconv.errors import MlconvError
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(text)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    with pytest.raises(MlconvError) as caught:
+        compare_with_source(max_model(tmp_path / "max.onnx"))
+    first = text.splitlines()[0]
+    assert caught.value.message == f"onnxruntime cannot run the model: {first}"
