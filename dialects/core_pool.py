@@ -16,6 +16,23 @@ _POOL = {
 }
 
 
+def _window(arg, kernel, strides, dilations, pads_begin, pads_end, auto_pad, rounding_type):
+    """A pooling window's dilations (1s when none are given) and its (begin, end) pads on
+    `arg`'s spatial dimensions."""
+    dilations = tuple(dilations) or (1,) * len(kernel)
+    pads = resolve_padding(
+        arg.shape[2:],
+        kernel,
+        strides,
+        dilations,
+        pads_begin,
+        pads_end,
+        auto_pad,
+        ceil=rounding_type == "ceil",
+    )
+    return dilations, pads
+
+
 @core_op(operands=("arg",), attributes={**_POOL, "dilations": (INTS, ())})
 class MaxPoolOp(CoreOp):
     """Max pooling over NC[D]HW windows (OpenVINO opset1 MaxPool).
@@ -34,16 +51,8 @@ class MaxPoolOp(CoreOp):
     def semantics(
         arg, *, strides, pads_begin, pads_end, kernel, rounding_type, auto_pad, dilations
     ):
-        dilations = tuple(dilations) or (1,) * len(kernel)
-        pads = resolve_padding(
-            arg.shape[2:],
-            kernel,
-            strides,
-            dilations,
-            pads_begin,
-            pads_end,
-            auto_pad,
-            ceil=rounding_type == "ceil",
+        dilations, pads = _window(
+            arg, kernel, strides, dilations, pads_begin, pads_end, auto_pad, rounding_type
         )
         # A numpy init value lets jax pick its max-monoid reduce_window primitive.
         if jnp.issubdtype(arg.dtype, jnp.floating):
@@ -89,18 +98,10 @@ class AvgPoolOp(CoreOp):
         exclude_pad,
         dilations,
     ):
-        dilations = tuple(dilations) or (1,) * len(kernel)
-        spatial = arg.shape[2:]
-        pads = resolve_padding(
-            spatial,
-            kernel,
-            strides,
-            dilations,
-            pads_begin,
-            pads_end,
-            auto_pad,
-            ceil=rounding_type == "ceil",
+        dilations, pads = _window(
+            arg, kernel, strides, dilations, pads_begin, pads_end, auto_pad, rounding_type
         )
+        spatial = arg.shape[2:]
         plain = resolve_padding(spatial, kernel, strides, dilations, pads_begin, pads_end, auto_pad)
         window = (1, 1, *kernel)
         stride = (1, 1, *strides)

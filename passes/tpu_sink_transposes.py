@@ -257,13 +257,7 @@ class SinkThroughLayoutOps(RewritePattern):
             )
             new_params = {**params, **{k: tuple(params[k][i] for i in inverse) for k in keys}}
             operands = [first.operands[0], *op.operands[1:]]
-            inner = make_primitive(
-                name,
-                operands,
-                [tensor_like(result.type, [shape[i] for i in inverse])],
-                new_params,
-                op.location,
-            )
+            result_shape = [shape[i] for i in inverse]
             outer_perm = perm
         elif name == "concatenate":
             operands = []
@@ -272,13 +266,7 @@ class SinkThroughLayoutOps(RewritePattern):
                     return
                 operands.append(operand.owner.operands[0])
             new_params = {**params, "dimension": perm[params["dimension"]]}
-            inner = make_primitive(
-                name,
-                operands,
-                [tensor_like(result.type, [shape[i] for i in inverse])],
-                new_params,
-                op.location,
-            )
+            result_shape = [shape[i] for i in inverse]
             outer_perm = perm
         else:
             axes = set(params["axes"])
@@ -288,13 +276,11 @@ class SinkThroughLayoutOps(RewritePattern):
             remaining = sorted(kept_source)
             outer_perm = tuple(remaining.index(d) for d in kept_source)
             source_shape = value_shape(first.operands[0])
-            inner = make_primitive(
-                name,
-                [first.operands[0]],
-                [tensor_like(result.type, [source_shape[d] for d in remaining])],
-                new_params,
-                op.location,
-            )
+            operands = [first.operands[0]]
+            result_shape = [source_shape[d] for d in remaining]
+        inner = make_primitive(
+            name, operands, [tensor_like(result.type, result_shape)], new_params, op.location
+        )
         if outer_perm == tuple(range(len(outer_perm))):
             rewriter.replace(op, [inner], inner.results)
         else:

@@ -32,6 +32,28 @@ from mlconv.semantics.shapes import infer_result_types, meet_types
 from mlconv.semantics.tracing import evaluate
 
 
+def insert_with_regions(
+    b: Any,
+    core_class: type[CoreOp],
+    operands: Sequence[Any],
+    result_types: Sequence[Attribute],
+    attributes: dict[str, Any],
+    regions: Sequence[Any],
+) -> list[SSAValue]:
+    """A core control op (`core_class` with `regions`) inserted by `b`; its results typed by its
+    semantics where the regions can be evaluated already, else `result_types`."""
+    encoded = {k: core_class.ATTRIBUTES[k].encode(v) for k, v in attributes.items()}
+    built = core_class.build(
+        operands=operands, result_types=[result_types], attributes=encoded, regions=regions
+    )
+    inferred = infer_result_types(built)
+    if inferred is not None and len(inferred) == len(built.results):
+        for result, new_type in zip(list(built.results), inferred, strict=True):
+            Rewriter.replace_value_with_new_type(result, new_type)
+    b.insert(built)
+    return list(built.results)
+
+
 class Builder:
     """Creates (or folds) core ops before `anchor`; framework readers are composed in."""
 

@@ -20,8 +20,8 @@ from xdsl.rewriter import Rewriter
 
 from mlconv.dialects import core_control as cc
 from mlconv.dialects import onnx as onnx_dialect
+from mlconv.passes.lowering.builder import insert_with_regions
 from mlconv.passes.onnx_patterns import lowering
-from mlconv.semantics.shapes import infer_result_types
 
 # Tensor-only semantics are the same at every since-version; the later versions widen the
 # types (sequences in 13, optionals in 16, new element types since).
@@ -76,19 +76,8 @@ def build(op, b, op_class, operands, bodies: dict[str, Region], **attributes):
     for region in regions:
         close_over(region, captured)
     groups = [[v] if isinstance(v, SSAValue) else list(v) for v in [*operands, captured]]
-    encoded = {key: op_class.ATTRIBUTES[key].encode(value) for key, value in attributes.items()}
-    core = op_class.build(
-        operands=groups,
-        result_types=[[r.type for r in op.results]],
-        attributes=encoded,
-        regions=regions,
-    )
-    inferred = infer_result_types(core)
-    if inferred is not None and len(inferred) == len(core.results):
-        for result, new_type in zip(list(core.results), inferred, strict=True):
-            Rewriter.replace_value_with_new_type(result, new_type)
-    b.insert(core)
-    return list(core.results)
+    types = [r.type for r in op.results]
+    return insert_with_regions(b, op_class, groups, types, attributes, regions)
 
 
 @lowering("If", *_ALL)

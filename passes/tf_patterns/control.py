@@ -22,10 +22,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from mlconv.dialects import core_control as cc
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
-from mlconv.passes.lowering.builder import Builder
+from mlconv.passes.lowering.builder import Builder, insert_with_regions
 from mlconv.passes.tf_patterns import lowering
 from mlconv.passes.tf_patterns.lists import is_list
-from mlconv.semantics.shapes import infer_result_types
 
 
 @lowering("Yield")
@@ -64,19 +63,8 @@ def _inline(block: Block, values: list[SSAValue], before: Operation) -> list[SSA
 
 
 def _build(b, op, core_class, operands, regions, types=None, **attributes):
-    encoded = {k: core_class.ATTRIBUTES[k].encode(v) for k, v in attributes.items()}
-    core = core_class.build(
-        operands=operands,
-        result_types=[types or [r.type for r in op.results]],
-        attributes=encoded,
-        regions=regions,
-    )
-    inferred = infer_result_types(core)
-    if inferred is not None and len(inferred) == len(core.results):
-        for result, new_type in zip(list(core.results), inferred, strict=True):
-            Rewriter.replace_value_with_new_type(result, new_type)
-    b.insert(core)
-    return list(core.results)
+    types = types or [r.type for r in op.results]
+    return insert_with_regions(b, core_class, operands, types, attributes, regions)
 
 
 @lowering("If", "StatelessIf")
