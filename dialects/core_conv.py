@@ -218,33 +218,10 @@ class ConvolutionBackpropDataOp(CoreOp):
     VERSION = 1
 
     @staticmethod
-    def semantics(
-        data,
-        filters,
-        output_shape=None,
-        *,
-        strides,
-        pads_begin,
-        pads_end,
-        dilations,
-        auto_pad,
-        output_padding,
-    ):
-        spatial = data.ndim - 2
-        output_padding = tuple(output_padding) or (0,) * spatial
-        begin, end = _backprop_padding(
-            data,
-            filters.shape[2:],
-            strides,
-            dilations,
-            pads_begin,
-            pads_end,
-            auto_pad,
-            output_padding,
-            None if output_shape is None else np.asarray(output_shape).tolist(),
-        )
-        return _transposed_convolve(
-            data, filters[None], 1, strides, begin, end, dilations, output_padding
+    def semantics(data, filters, output_shape=None, **attributes):
+        # one group: GroupConvolutionBackpropData's filters with a group dimension of 1
+        return GroupConvolutionBackpropDataOp.semantics(
+            data, filters[None], output_shape, **attributes
         )
 
 
