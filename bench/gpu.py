@@ -256,19 +256,7 @@ def exported_cases(folder: str, names: str) -> list[tuple[str, str, dict, object
         import exported_models  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
-    cases = []
-    for name, spec in exported_models.MODELS.items():
-        if spec.framework != "torch" or (names and name not in names.split(",")):
-            continue
-        path = os.path.join(folder, f"{name}.onnx")
-        try:
-            model = exported_models.write_onnx(name, "torchscript", path)
-        except Exception as error:  # noqa: BLE001 - a builder that needs a missing package
-            print(f"(skipping {name}: {str(error).splitlines()[0][:100]})")
-            continue
-        inputs = dict(zip(spec.names, spec.inputs(1, 0), strict=True))
-        cases.append((name, path, inputs, model))
-    return cases
+    return exported_models.torchscript_onnx_cases(folder, names)
 
 
 COLUMNS = [  # (heading, row key, format)

@@ -238,20 +238,7 @@ def exported_models(folder: str, names: str) -> list[tuple[str, str, dict[str, n
     except ImportError as error:
         print(f"(no exported PyTorch models: {error})")
         return []
-    cases = []
-    for name, spec in exported_models.MODELS.items():
-        if spec.framework != "torch" or (names and name not in names.split(",")):
-            continue
-        path = os.path.join(folder, f"{name}.onnx")
-        try:
-            exported_models.write_onnx(name, "torchscript", path)
-        except Exception as error:  # noqa: BLE001 - a builder that needs a missing package
-            print(
-                f"(skipping {name}: {str(error).splitlines()[0] if str(error) else type(error).__name__})"
-            )
-            continue
-        cases.append((name, path, dict(zip(spec.names, spec.inputs(1, 0), strict=True))))
-    return cases
+    return [case[:3] for case in exported_models.torchscript_onnx_cases(folder, names)]
 
 
 def main() -> None:

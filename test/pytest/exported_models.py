@@ -302,6 +302,26 @@ def write_onnx(name: str, exporter: str, path: str | os.PathLike) -> object:
     return model
 
 
+def torchscript_onnx_cases(folder: str, names: str = "") -> list[tuple[str, str, dict, object]]:
+    """(name, path, batch-1 inputs, PyTorch model) of MODELS' PyTorch models (only `names`,
+    comma-separated, when given), exported with TorchScript into `folder`; a model whose
+    builder fails (a package missing) is skipped with a printed line (bench/gpu.py,
+    bench/latency.py)."""
+    cases = []
+    for name, spec in MODELS.items():
+        if spec.framework != "torch" or (names and name not in names.split(",")):
+            continue
+        path = os.path.join(folder, f"{name}.onnx")
+        try:
+            model = write_onnx(name, "torchscript", path)
+        except Exception as error:  # noqa: BLE001 - a builder that needs a missing package
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            print(f"(skipping {name}: {first[:100]})")
+            continue
+        cases.append((name, path, dict(zip(spec.names, spec.inputs(1, 0), strict=True)), model))
+    return cases
+
+
 def write_torchvision_onnx(arch: str, path: str | os.PathLike, size: int = 224) -> object:
     """torchvision's `arch` built as MODELS' CNNs are (seeded random weights, calibrated
     BatchNorm), exported by the TorchScript exporter with a dynamic batch and `size`x`size`
