@@ -34,6 +34,8 @@ import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
+from mlconv.errors import BackendError
+
 CUSTOM_CALL = "mlconv_custom_call"
 
 
@@ -98,8 +100,6 @@ def missing_implementation(domain: str, op_type: str) -> str | None:
 def _implementation(domain: str, op_type: str) -> Implementation:
     problem = missing_implementation(domain, op_type)
     if problem:
-        from mlconv.errors import BackendError
-
         raise BackendError(problem)
     return IMPLEMENTATIONS[(domain, op_type)]
 

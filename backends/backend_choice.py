@@ -35,11 +35,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from mlconv.backends import compile_cache
+from mlconv.backends.compile_cache import cpu_description
 from mlconv.errors import MlconvError, OptionError
+from mlconv.version import __version__
 
 BACKENDS = ("auto", "xla", "openvino")
 ALIASES = {"jax": "xla"}
@@ -103,7 +106,6 @@ def resolve_backend(backend: str | None, device: str | None) -> str:
 def on_cpu(device: str | None) -> bool:
     if device is not None:
         return device == "cpu"
-    import jax
 
     return jax.default_backend() == "cpu"
 
@@ -405,11 +407,8 @@ def choice_key(source: Any, options: dict[str, Any] | None) -> str | None:
     digest = source_digest(source)
     if digest is None:
         return None
-    import jax
+    # OpenVINO: optional (mlconv[openvino]); only this path needs it
     import openvino
-
-    from mlconv.backends.compile_cache import cpu_description
-    from mlconv.version import __version__
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parts = {

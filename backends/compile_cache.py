@@ -23,6 +23,10 @@ import os
 import platform
 from pathlib import Path
 
+import jax
+import jaxlib
+from jax._src import compilation_cache
+
 DEFAULT_MAX_BYTES = 1 << 30
 """Bytes the cache may hold before the least recently used executables are evicted."""
 
@@ -70,7 +74,6 @@ def cpu_description() -> str:
 def host_key(platform_name: str = "cpu") -> str:
     """The subdirectory for this jaxlib, platform and CPU:
     `jaxlib-<version>-<platform>-<hash of cpu_description>`."""
-    import jaxlib
 
     digest = hashlib.sha256(cpu_description().encode()).hexdigest()[:16]
     return f"jaxlib-{jaxlib.__version__}-{platform_name}-{digest}"
@@ -81,8 +84,6 @@ def configure(setting: bool | str | os.PathLike | None = None, platform_name: st
     environment (on by default), False turns it off, True on in the default directory, a path
     puts it there. Returns the directory in use (None: off). Process-wide, as JAX's setting is."""
     global _configured, _decided
-    import jax
-    from jax._src import compilation_cache
 
     _decided = True
     if setting is None:
@@ -125,7 +126,6 @@ def ensure(platform_name: str = "cpu") -> None:
 
 def directory(platform_name: str = "cpu") -> Path | None:
     """The cache directory compilations use now (after `ensure`); None when the cache is off."""
-    import jax
 
     ensure(platform_name)
     current = jax.config.jax_compilation_cache_dir

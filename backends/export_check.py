@@ -18,6 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import jax
+from jax import export
+
 from mlconv.errors import BackendError
 
 PLATFORMS = ("cpu", "cuda", "tpu")
@@ -27,8 +30,6 @@ PLATFORMS = ("cpu", "cuda", "tpu")
 def export_function(body: Any, specs: Any, platforms: Any = PLATFORMS, **jit_options: Any) -> Any:
     """`jax.export` of `jax.jit(body, **jit_options)` traced at `specs` (ShapeDtypeStructs),
     lowered for `platforms`: the one way mlconv writes an export."""
-    import jax  # heavy: only the converter's writers export
-    from jax import export
 
     return export.export(jax.jit(body, **jit_options), platforms=tuple(platforms))(*specs)
 
@@ -80,7 +81,6 @@ def check_exported(exported: Any, where: str) -> None:
 
 def deserialize_checked(data: bytes, where: str) -> Any:
     """`jax.export.deserialize(data)`, its custom calls checked (one-line BackendError)."""
-    from jax import export
 
     try:
         exported = export.deserialize(bytearray(data))

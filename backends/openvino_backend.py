@@ -65,6 +65,7 @@ def ov_message(error: Exception) -> str:
 def compile_ir(xml: bytes, weights: bytes, device: str | None = None):
     """`openvino.Core().compile_model` of IR text and weights, in f32 arithmetic (`PRECISE`);
     OpenVINO's refusals as BackendError. It releases the GIL while it compiles."""
+    # OpenVINO: optional (mlconv[openvino]); only this path needs it
     import openvino as ov
 
     if device not in DEVICES:

@@ -42,10 +42,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region, SSAValue
 
 from mlconv.dense import numpy_dtype, tensor_type, to_numpy
+from mlconv.dialects import make_context
 from mlconv.dialects.core import OPS_BY_NAME
 from mlconv.dialects.core_base import CoreOp
+from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import BackendError, FrontendError
 from mlconv.fileio import staged_output
+from mlconv.passes import get_pass
 from mlconv.passes.core_op_versions import ATTRIBUTE as OPSET
 from mlconv.passes.lowering import lookup
 from mlconv.signature.module_io import find_main, value_names
@@ -221,7 +224,6 @@ class _Writer:
 
     def array(self, array: np.ndarray, where) -> SSAValue:
         """A Const layer for an input the emitter computed (a scalar k, sequence lengths)."""
-        from mlconv.dialects.core_tensor import ConstantOp
 
         constant = ConstantOp.from_numpy(array)
         constant.location = NameLoc(StringAttr(f"{_loc_name(where) or 'Const'}/input"), NoneAttr())
@@ -352,8 +354,6 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
     """mlconv-translate --export-openvino: lower framework dialects to core, run the
     registered `core-to-openvino` pipeline, then write the .xml and .bin."""
-    from mlconv.dialects import make_context
-    from mlconv.passes import get_pass
     from mlconv.passes.pipelines import framework_dialects, lower_to_core
 
     if framework_dialects(module):
@@ -458,7 +458,6 @@ def _const(data: dict[str, str], port_type, weights: bytes, name: str):
     """A Const layer's array: element type, shape, offset and size checked against each other,
     the .bin and the output port."""
     from mlconv.backends.openvino_layers import DTYPES
-    from mlconv.dialects.core_tensor import ConstantOp
 
     element = data.get("element_type", "")
     if element not in DTYPES:

@@ -22,8 +22,20 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.ir import SSAValue
 
+from mlconv.dense import element_type
 from mlconv.dialects.core import OPS_BY_NAME
-from mlconv.dialects.core_base import BOOL, FLOAT, FLOATS, INT, INTS, STR, STRS, TYPE, CoreOp
+from mlconv.dialects.core_base import (
+    BOOL,
+    FLOAT,
+    FLOATS,
+    INT,
+    INTS,
+    STR,
+    STRS,
+    TYPE,
+    CoreOp,
+    constant_value,
+)
 from mlconv.passes.lowering import lowering
 
 TARGET = "openvino"
@@ -120,8 +132,6 @@ def parse_value(kind, text: str):
     if kind is STRS:
         return tuple(v for v in text.split(",") if v)
     if kind is TYPE:  # the element type attribute core ops hold (`destination_type = i32`)
-        from mlconv.dense import element_type
-
         if text not in DTYPES:
             raise ValueError(f"element type '{text}' is not known")
         return element_type(DTYPES[text])
@@ -245,8 +255,6 @@ def interpolate(op: CoreOp, w) -> Layer:
 
 
 def _constant(op: CoreOp, index: int, what: str) -> np.ndarray:
-    from mlconv.dialects.core_base import constant_value
-
     value = constant_value(op.operands[index])
     if value is None:
         raise Refused(f"{what} must be a constant")

@@ -44,6 +44,7 @@ import numpy as np
 
 from mlconv.errors import BackendError, InputError, OptionError
 from mlconv.signature.inputs import bind_inputs
+from mlconv.version import __version__
 
 DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096)
 """Sizes a padded dim takes; past the last one, the next power of two."""
@@ -359,7 +360,6 @@ def record_path(directory: Path, source: Any, dims: list[PaddedDim]) -> Path | N
         digest.update(source.SerializeToString())
     else:
         return None
-    from mlconv.version import __version__
 
     digest.update(repr((__version__, dims)).encode())
     return directory / "padding" / f"{digest.hexdigest()}.json"

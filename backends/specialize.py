@@ -31,7 +31,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
 from mlconv.backends.staged import plan_stages
-from mlconv.dense import element_type
+from mlconv.dense import element_type, numpy_dtype
+from mlconv.dialects import make_context
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import BackendError, OptionError
 from mlconv.signature.inputs import InputSpec, bind_inputs
@@ -122,7 +123,6 @@ class SpecializingModule:
 
     def _specialize(self, arrays: list[np.ndarray]) -> CompiledModule:
         """@main compiled at the arrays' shapes and the values of the `bound` inputs."""
-        from mlconv.dialects import make_context
         from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
         module = bind_module(self.module, arrays, self.bound)
@@ -163,6 +163,4 @@ def bind_module(module: ModuleOp, arrays: list[np.ndarray], bound: list[int]) ->
 
 
 def _dtype_of(arg: SSAValue) -> np.dtype:
-    from mlconv.dense import numpy_dtype
-
     return numpy_dtype(arg.type.get_element_type())

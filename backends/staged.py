@@ -30,6 +30,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
 from mlconv.dense import to_numpy
+from mlconv.dialects import make_context
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_control import IfOp, YieldOp
 from mlconv.dialects.core_tensor import ConstantOp
@@ -138,7 +139,6 @@ def plan_stages(
     """The staged program of `module` (core level) at the arrays' shapes, or None where
     staging does not apply (see the module's docstring)."""
     from mlconv.backends.specialize import bind_module
-    from mlconv.dialects import make_context
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 
@@ -196,7 +196,6 @@ def _compile_prefix(
     main: func.FuncOp, prefix: list[Operation], wanted: list[SSAValue], device: str | None
 ) -> CompiledModule:
     """The prefix ops as a module returning `wanted`, lowered and compiled."""
-    from mlconv.dialects import make_context
     from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
     args = main.body.block.args

@@ -24,7 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import export
 
 from mlconv.backends.export_check import export_function
 from mlconv.errors import BackendError
@@ -353,7 +356,6 @@ def _first_difference(walks: Sequence[Sequence[Any]]) -> Any:
 
 def symbolic_scope(symbols: Symbols) -> dict[str, Any]:
     """The symbols as jax symbolic dimensions of one scope, each constrained `>= 1`."""
-    from jax import export
 
     dims = export.symbolic_shape(", ".join(symbols.names))
     return dict(zip(symbols.names, dims, strict=True))
@@ -369,7 +371,6 @@ def interpret(
     """A region body evaluated under tracing with the generalized parameters at `dims` (as
     semantics/tpu_blocks' interpreter, which runs control flow whose bodies do not follow the
     dynamic dimensions)."""
-    import jax.numpy as jnp
 
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import CONTROL_FLOW, interpret_block
@@ -422,8 +423,6 @@ def region_function(
 
 
 def arg_specs(block: Any, generalized: Generalized, dims: Mapping[str, Any]) -> list[Any]:
-    import jax
-
     from mlconv.dense import numpy_dtype
 
     return [
@@ -516,8 +515,6 @@ class PerShape:
         return len(self._programs)
 
     def executable(self, specs: Sequence[Any]) -> Any:
-        import jax
-
         key = tuple((tuple(s.shape), np.dtype(s.dtype).str) for s in specs)
         with self._lock:
             program = self._programs.get(key)
@@ -532,8 +529,6 @@ class PerShape:
             return program
 
     def __call__(self, *args: Any) -> Any:
-        import jax
-
         specs = [jax.ShapeDtypeStruct(np.shape(a), _dtype(a)) for a in args]
         return self.executable(specs)(*args)
 

@@ -27,13 +27,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import SSAValue
 
-from mlconv.dialects import tflite
+from mlconv.dialects import make_context, tflite
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.dialects.tflite_versions import min_runtime, runtime_key
 from mlconv.errors import BackendError
 from mlconv.fileio import write_output
 from mlconv.frontends.tflite_importer import tflite_schema
-from mlconv.passes.tflite_op_versions import tflite_type
+from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass, tflite_type
 from mlconv.signature.module_io import find_main, value_names
 
 RUNTIME_METADATA = "min_runtime_version"
@@ -254,9 +254,7 @@ def export_tflite(module: ModuleOp, out_path: str | os.PathLike) -> None:
     """Write a core- or tflite-dialect module as a .tflite file: core ops are lowered first
     (core-to-tflite-pipeline: core-infer-shapes, core-fold-constants, core-to-tflite), then
     every op gets the minimum version it needs (tflite-op-versions)."""
-    from mlconv.dialects import make_context
     from mlconv.passes.pipelines import CoreToTflitePipeline
-    from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass
 
     if any(op.name.startswith("core.") for op in module.walk()):
         CoreToTflitePipeline().apply(make_context(), module)

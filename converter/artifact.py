@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from mlconv.backends.export_check import PLATFORMS, deserialize_checked, export_function
@@ -59,7 +60,14 @@ from mlconv.converter.artifact_manifest import (
     read_manifest,
     record_files,
 )
+from mlconv.converter.batcher import (
+    BatchingModel,
+    describe_batch,
+    export_batched,
+    flatten_batch_ops,
+)
 from mlconv.converter.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output
 from mlconv.signature.inputs import InputSpec, bind_inputs
@@ -99,7 +107,6 @@ def save_artifact(
     `symbolic_dims` names them, its inputs have -1 there. `texts` are text files (reports) by
     name, written in OUTDIR with the rest, their SHA-256s recorded too."""
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
-    from mlconv.converter.batcher import describe_batch, export_batched, flatten_batch_ops
     from mlconv.dialects import tpu
     from mlconv.signature.module_io import find_main, value_names
 
@@ -286,7 +293,6 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
 
         return export_region(region, symbolic, PLATFORMS)
 
-    from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
 
@@ -300,9 +306,6 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
 
 def region_specs(region: Any) -> list[Any]:
     """The region's inputs as `jax.ShapeDtypeStruct`s; a dynamic shape is a one-line error."""
-    import jax
-
-    from mlconv.dense import numpy_dtype
 
     specs = []
     for arg in region.body.block.args:
@@ -393,8 +396,6 @@ class LoadedArtifact:
     def _evaluate(
         self, arrays: list[Any], entries: Sequence[dict[str, Any]], outputs: Sequence[dict]
     ) -> list[np.ndarray]:
-        import jax
-
         results: dict[str, Sequence[Any]] = {}
 
         def fetch(ref: dict[str, Any]) -> Any:
@@ -419,7 +420,6 @@ def _callable(exp: Any, mesh: Any) -> Any:
 
             return PerShape(exp)  # compiled once per concrete shape, a bounded cache
         return exp.call
-    import jax
 
     return jax.jit(
         exp.call, in_shardings=exp.in_shardings_jax(mesh), out_shardings=exp.out_shardings_jax(mesh)
@@ -442,7 +442,6 @@ def load_artifact(
     artifact's own TensorFlow graph)."""
     loaded = LoadedArtifact(outdir, device, allow_tensorflow=allow_tensorflow)
     if loaded.manifest.get("batches"):
-        from mlconv.converter.batcher import BatchingModel
         from mlconv.converter.host_part import BatchedCalls, load_signatures
 
         model = BatchingModel(loaded, loaded.files)

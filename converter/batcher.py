@@ -30,9 +30,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
 import numpy as np
+from jax import export
 
-from mlconv.backends.export_check import PLATFORMS, export_function
+from mlconv.backends.export_check import PLATFORMS, deserialize_checked, export_function
 from mlconv.errors import BackendError, InputError
 
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
@@ -379,8 +381,6 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
     `symbolic` (backends/symbolic.Generalized, the body's 0th dimension the batch `b`) the body
     itself, exported for `b` rows; else written for one row (0th dimension 1), it is mapped
     over the rows with jax.vmap."""
-    import jax
-    from jax import export
 
     from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
@@ -493,8 +493,6 @@ class BatchingModel:
     batched with other callers' by one `Batcher` per batch op. `close()` stops the threads."""
 
     def __init__(self, loaded: Any, files: Any):
-        from mlconv.backends.export_check import deserialize_checked
-
         self.loaded = loaded
         self.manifest = loaded.manifest
         self.input_names = loaded.input_names
@@ -526,8 +524,6 @@ class BatchingModel:
         return f"{ref['function']}#{ref['output']}"
 
     def _executables(self, name: str, exported: Any, signature: InputSignature):
-        import jax
-
         cache: dict[int, Any] = {}
         lock = threading.Lock()
 
@@ -548,8 +544,6 @@ class BatchingModel:
         return executable
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
-        import jax
-
         from mlconv.signature.inputs import InputSpec, bind_inputs
 
         if self._any_shape is None:  # batched inputs take any number of rows
@@ -604,8 +598,8 @@ def tf_batch_function(entry: dict[str, Any], exported: Any) -> Callable[..., Any
     splitting it splits a request of any number of rows (up to LARGEST_REQUEST) across
     batches of at most `max_batch_size`, as the batcher does; without, it refuses one above
     `max_batch_size`."""
-    import tensorflow as tf
-    from jax.experimental import jax2tf
+    import tensorflow as tf  # optional and heavy: only the SavedModel form needs it
+    from jax.experimental import jax2tf  # loads TensorFlow
 
     shapes = [
         "(rows, " + "".join(f"{int(d)}, " for d in a.shape[1:]) + ")" for a in exported.in_avals

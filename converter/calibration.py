@@ -105,6 +105,7 @@ def load_representative_dataset(
 def _tfrecord_samples(file: Path) -> Iterable[dict[str, np.ndarray]]:
     """`RepresentativeDataSample`s of a TFRecord file, as {input name: array}."""
     try:
+        # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
         import tensorflow as tf
         from tensorflow.compiler.mlir.quantization.tensorflow import quantization_options_pb2
     except ImportError:  # pragma: no cover - TensorFlow is a dependency of the tf extra

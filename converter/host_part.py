@@ -33,10 +33,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from mlconv.backends.export_check import deserialize_checked, export_function
 from mlconv.converter.artifact_manifest import ArtifactFiles
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.errors import BackendError
 from mlconv.signature.inputs import InputSpec, bind_inputs
 
@@ -46,10 +48,8 @@ SERVING = "serving_default"
 def export_main(module: Any) -> Any:
     """A tpu-level module's `@main` (tpu.regions and func.return) as a `jax.export.Exported`
     with its constants inside, lowered for every platform the artifact serves."""
-    import jax
     from xdsl.dialects import func
 
-    from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
     from mlconv.signature.module_io import find_main
@@ -138,7 +138,6 @@ class Signature:
         arrays = bind_inputs(self.input_specs, args, named)
         if self.runtime == "tensorflow":
             return self._run_tensorflow(arrays)
-        import jax
 
         host = jax.devices("cpu")[0]
         results: list[Sequence[Any]] = []
@@ -209,6 +208,7 @@ class Signature:
     def _tensorflow(self) -> Any:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         try:
+            # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
             import tensorflow as tf
         except ImportError:
             raise BackendError(

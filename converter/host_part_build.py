@@ -19,6 +19,7 @@ import numpy as np
 def signature_specs(model: Path, signature: str) -> tuple[list[dict], list[str]]:
     """A signature's inputs (name, dtype, shape; strings: dtype None) and output names, from
     its SignatureDef, both sorted by name as TensorFlow flattens them."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     import tensorflow as tf
 
     from mlconv.frontends.tf_importer import read_saved_model

@@ -66,12 +66,14 @@ def host_graph(
     loader feeds with the TPU function's results (converter/host_part.py). Returns the
     GraphDef's bytes and how to run it: input and output tensors by name, and the TPU calls
     in an order where each one's inputs depend on earlier calls only."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.core.framework import graph_pb2
 
     from mlconv.converter.placement import signature_library
     from mlconv.frontends.tf_importer import io_names, pick, quiet_tensorflow
 
     tf = quiet_tensorflow()
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )

@@ -223,6 +223,7 @@ def host_cost(saved_model: str | os.PathLike, placed: Sequence[Placed]) -> int:
     """The host's work in the signatures, outside the placed functions: one unit per output
     element of each computing op (shapes from TensorFlow's own shape inference on each
     FunctionDef), the unit of XLA's FLOP count for the TPU functions."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
 
     meta = read_saved_model(saved_model).meta_graphs[0]
@@ -236,6 +237,7 @@ def host_cost(saved_model: str | os.PathLike, placed: Sequence[Placed]) -> int:
             continue
         seen.add(name)
         todo.extend(callees(library[name]))
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     import tensorflow as tf
     from tensorflow.core.framework import graph_pb2
 

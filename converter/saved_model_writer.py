@@ -37,6 +37,7 @@ SERVING = "serving_default"
 
 def _tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     import tensorflow as tf
 
     return tf
@@ -45,7 +46,7 @@ def _tensorflow():
 def _as_tf(exported: Any, name: str):
     """A concrete tf.function computing `exported` through one XlaCallModule op."""
     tf = _tensorflow()
-    from jax.experimental import jax2tf
+    from jax.experimental import jax2tf  # loads TensorFlow: only when writing
 
     # A function batched over any number of rows (tpu-batch) has a symbolic 0th dimension.
     polymorphic = [f"({', '.join(str(d) for d in a.shape)},)" for a in exported.in_avals]
@@ -94,6 +95,7 @@ def _replace_body(
     with the host-side reshapes the manifest's references record (tpu-io-shapes) around it;
     with `batch` (its manifest entry), `concrete`'s BatchFunction instead, the functions it
     calls added to `library` (the SavedModel's FunctionDefLibrary)."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.core.framework import node_def_pb2, types_pb2
 
     kind = "XlaCallModule" if batch is None else "BatchFunction"

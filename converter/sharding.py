@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from mlconv.backends.export_check import export_function
 from mlconv.errors import BackendError, OptionError
@@ -105,7 +107,6 @@ class MeshSpec:
 
     def mesh(self) -> Any:
         """The `jax.sharding.Mesh` over this process's devices (one line of error if too few)."""
-        import jax
         import numpy as np
 
         available = jax.devices()
@@ -120,7 +121,6 @@ class MeshSpec:
 
     def input_shardings(self, mesh: Any, shapes: Sequence[tuple[int, ...]]) -> list[Any]:
         """Each input split along its 0th dimension over the whole mesh, when it divides."""
-        from jax.sharding import NamedSharding, PartitionSpec
 
         return [
             NamedSharding(
@@ -134,7 +134,6 @@ class MeshSpec:
 
     def weight_spec(self, shape: Sequence[int], dim: int | None) -> Any:
         """The PartitionSpec of a weight split along `dim` over the whole mesh (None: replicated)."""
-        from jax.sharding import PartitionSpec
 
         if dim is None:
             return PartitionSpec()
@@ -213,7 +212,6 @@ class ShardedExport:
 def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> ShardedExport:
     """`region` (a tpu.region with static shapes) as a `jax.export.Exported` for `spec`'s mesh:
     inputs split on dimension 0, weights as further arguments split by `weight_dims`."""
-    import jax
 
     from mlconv.converter.artifact import region_specs
     from mlconv.dense import to_numpy
@@ -235,8 +233,6 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     def body(*args: Any) -> tuple[Any, ...]:
         values = {**constants, **dict(zip(weights, args[count:], strict=True))}
         return tuple(interpret_block(block, values, args[:count]))
-
-    from jax.sharding import NamedSharding
 
     mesh = spec.mesh()
     shardings = [
@@ -282,8 +278,6 @@ class WeightBoundCall:
     each with its export's NamedSharding); called with the function's inputs only."""
 
     def __init__(self, call: Any, exported: Any, mesh: Any, weights: Sequence[np.ndarray]):
-        import jax
-
         self.call = call
         count = len(exported.in_avals) - len(weights)
         shardings = exported.in_shardings_jax(mesh)[count:]
@@ -295,6 +289,7 @@ class WeightBoundCall:
 
 def _topology(serialized: bytes) -> tuple[list[int], list[tuple[int, ...]]]:
     try:
+        # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
         from tensorflow.core.protobuf.tpu import topology_pb2
     except ImportError:  # pragma: no cover - TensorFlow is how a TopologyProto is made
         raise OptionError("xla_sharding_options.topology: reading it needs TensorFlow") from None

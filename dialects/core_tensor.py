@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -163,8 +164,6 @@ class GatherOp(CoreOp):
 
 
 def _vmap_take(fn):
-    import jax
-
     def batched(data, indices, axis, mode):
         return jax.vmap(lambda d, i: fn(d, i, axis=axis, mode=mode))(data, indices)
 

@@ -24,7 +24,10 @@ import enum
 from functools import cache, lru_cache
 from typing import Any, ClassVar
 
+import jax.extend.core.primitives as primitives
 import numpy as np
+from jax import lax
+from jax.extend.core import Primitive
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
@@ -62,8 +65,6 @@ from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
 
 
 def _named_tuples() -> dict[str, type]:
-    from jax import lax
-
     return {
         cls.__name__: cls
         for cls in (
@@ -75,8 +76,6 @@ def _named_tuples() -> dict[str, type]:
 
 
 def _enums() -> dict[str, type]:
-    from jax import lax
-
     return {cls.__name__: cls for cls in (lax.GatherScatterMode, lax.RoundingMethod, lax.Precision)}
 
 
@@ -547,10 +546,6 @@ def _class_name(primitive: str) -> str:
 
 @cache
 def _primitives() -> dict[str, Any]:
-    import jax.extend.core.primitives as primitives
-    from jax import lax
-    from jax.extend.core import Primitive
-
     found = {
         v.name: v
         for module in (primitives, lax)

@@ -18,6 +18,8 @@ import numpy as np
 from xdsl.dialects.builtin import AnyFloat
 from xdsl.parser import attribute_parser
 
+from mlconv.dense import numpy_dtype
+
 _applied = False
 
 
@@ -58,8 +60,6 @@ def _hex_float_elements() -> None:
             and not isinstance(self.value, bool)
             and text.lower().startswith("0x")
         ):
-            from mlconv.dense import numpy_dtype
-
             dtype = numpy_dtype(type)
             bits = np.array([self.value], dtype=np.dtype(f"uint{8 * dtype.itemsize}"))
             return float(bits.view(dtype)[0])

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects.tpu import RegionOp, YieldOp
 from mlconv.errors import describe_location
 
@@ -60,8 +61,6 @@ def node_namespace(location: str | None) -> str:
 def type_text(type_: Attribute) -> str:
     """`tensor<1x?x8xf32>` -> `float32[1,?,8]` (Model Explorer's `tensor_shape` form)."""
     if isinstance(type_, TensorType):
-        from mlconv.dense import numpy_dtype
-
         try:
             dtype = str(numpy_dtype(type_.element_type))
         except Exception:  # noqa: BLE001 - element types numpy lacks keep their IR spelling
@@ -74,8 +73,6 @@ def type_text(type_: Attribute) -> str:
 def attribute_text(attribute: Attribute) -> str:
     """A short, readable form of an attribute: constants summarized, long text cut."""
     if isinstance(attribute, DenseIntOrFPElementsAttr):
-        from mlconv.dense import to_numpy
-
         array = to_numpy(attribute)
         flat = array.reshape(-1)[:SHOWN_ELEMENTS]
         values = ", ".join(

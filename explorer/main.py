@@ -16,6 +16,7 @@ import os
 from model_explorer import Adapter, AdapterMetadata, ModelExplorerGraphs
 
 from mlconv.errors import MlconvError
+from mlconv.explorer import model_argument, model_graphs
 
 FILE_EXTENSIONS = ["onnx", "tflite", "mlir", "pb"]
 INPUT_SHAPES_VARIABLE = "MLCONV_EXPLORER_INPUT_SHAPES"
@@ -30,8 +31,6 @@ _CONVERTED: dict[tuple[str, str], ModelExplorerGraphs] = {}
 
 
 def _key(model_path: str, level: str) -> tuple[str, str]:
-    from mlconv.explorer import model_argument
-
     return os.path.abspath(model_argument(model_path)), level
 
 
@@ -41,8 +40,6 @@ def remember(model_path: str, level: str, graphs: ModelExplorerGraphs) -> None:
 
 
 def convert_at_level(model_path: str, level: str) -> ModelExplorerGraphs:
-    from mlconv.explorer import model_graphs
-
     known = _CONVERTED.get(_key(model_path, level))
     if known is not None:
         return known

@@ -75,6 +75,7 @@ _TEMP_ALIAS = "__mlconv_requested_function__"
 
 def quiet_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")
@@ -95,6 +96,7 @@ def _names(items: Sequence[str]) -> str:
 def read_saved_model(path: str | os.PathLike):
     """The SavedModel protobuf of the folder `path` (its MetaGraphs and signatures)."""
     quiet_tensorflow()
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.core.protobuf import saved_model_pb2
 
     pb = Path(path) / "saved_model.pb"
@@ -132,6 +134,7 @@ def reachable(library: dict[str, Any], start: Iterable[str]) -> set[str]:
 
 
 def _read_saved_model(path: Path):
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.core.protobuf import saved_model_pb2
 
     pb = path / "saved_model.pb"
@@ -218,6 +221,7 @@ def pick(path: Path, tf, signature: str | None, alias: str | None, function: str
 
 def io_names(fn, is_signature: bool) -> tuple[list[str], list[str]]:
     """Names of the function's flat inputs and outputs (dict keys, else spec/placeholder names)."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.python.util import nest
 
     args, kwargs = fn.structured_input_signature
@@ -244,6 +248,7 @@ def io_names(fn, is_signature: bool) -> tuple[list[str], list[str]]:
 
 class _Translator:
     def __init__(self, tf, library: dict[str, Any]):
+        # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
         from tensorflow.core.framework import types_pb2
 
         from mlconv.dialects import tf as tfd
@@ -345,6 +350,7 @@ class _Translator:
     # --- graphs
 
     def function_graph(self, name: str, input_shapes):
+        # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
         from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
 
         fdef = self.library.get(name)
@@ -501,6 +507,7 @@ def import_tf(
     if not path.is_dir() or not (path / "saved_model.pb").is_file():
         raise FrontendError(f"'{path}' is not a TensorFlow SavedModel folder (no saved_model.pb)")
     tf = quiet_tensorflow()
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )

@@ -26,6 +26,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from mlconv.dialects import make_context
 from mlconv.errors import MlconvError, OptionError, PassFailure
 from mlconv.frontends.load import format_input_shapes
 from mlconv.interpreters.common import Recorder, level_of, run_module
@@ -236,7 +237,6 @@ def check_numerics(
     each on the same inputs (given, or seeded random ones of `@main`'s argument types), and
     report the first pass whose outputs move beyond `atol + rtol * max|before|` and its first
     differing op. `on_pass(pass)` is called before each pass (progress display)."""
-    from mlconv.dialects import make_context
 
     ctx = ctx or make_context()
     _, arrays = make_inputs(module, inputs, seed)

@@ -39,7 +39,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from mlconv.dense import to_numpy
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects.core_conv import ConvolutionOp, GroupConvolutionOp
 from mlconv.dialects.core_elementwise import (
     AddOp,
@@ -307,8 +307,6 @@ def quantize_op(op: Operation, mode: str) -> None:
 
 
 def to_numpy_dtype(type_) -> np.dtype:
-    from mlconv.dense import numpy_dtype
-
     return np.dtype(numpy_dtype(type_.element_type))
 
 

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 
 from mlconv.errors import MlconvError, PassFailure, describe_location, render
+from mlconv.passes import get_pass
 
 
 def _failure(op: Operation, error: BaseException) -> MlconvError:
@@ -143,7 +144,6 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
 def dry_run(module: ModuleOp) -> list[MlconvError]:
     """Every error lowering `module` (any framework dialect, or core) to tpu ops would meet."""
     from mlconv.dialects import make_context
-    from mlconv.passes import get_pass
     from mlconv.passes.pipelines import FRONTENDS, framework_dialects
 
     ctx = make_context()

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from jax.extend.core import ClosedJaxpr
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -79,8 +80,6 @@ class JaxprEmitter:
         if inner is None:
             raise NotImplementedError(f"cannot inline primitive '{eqn.primitive.name}'")
         if not hasattr(inner, "consts"):  # an open Jaxpr
-            from jax.extend.core import ClosedJaxpr
-
             inner = ClosedJaxpr(inner, ())
         return self.emit(inner, inputs)
 

@@ -35,6 +35,7 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.dialects.segments import operand_groups, result_groups
 from mlconv.errors import FrontendError
+from mlconv.passes.lowering import patterns as registered
 from mlconv.passes.onnx_to_core import default_opset
 
 _MAX_DEPTH = 8  # bodies that use other function ops (SoftmaxCrossEntropyLoss -> NLLLoss)
@@ -261,8 +262,6 @@ class OnnxDecomposePass(ModulePass):
     all: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from mlconv.passes.lowering import patterns as registered
-
         patterns = registered("onnx")
         opset = default_opset(op)
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import jax
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from mlconv.dialects import make_context
 from mlconv.errors import OptionError
+from mlconv.passes import get_pass
 from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
 from mlconv.passes.core_fuse import CoreFusePass
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
@@ -20,7 +23,6 @@ def target_device(device: str | None) -> str:
     """`device` (cpu, gpu, tpu), or the kind of JAX's default device when None."""
     if device:
         return device
-    import jax
 
     backend = jax.default_backend()
     return "gpu" if backend in ("cuda", "rocm", "gpu") else backend
@@ -102,7 +104,6 @@ FRONTENDS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
 def to_core_passes(dialect: str, allow_custom: bool = False) -> list[ModulePass]:
     """The passes taking framework `dialect` to core (`allow_custom`: ops nobody lowers
     become core.Custom)."""
-    from mlconv.passes import get_pass
 
     front, lowering, after = FRONTENDS[dialect]
     to_core = get_pass(lowering)
@@ -116,8 +117,6 @@ def to_core_passes(dialect: str, allow_custom: bool = False) -> list[ModulePass]
 
 
 def run_passes(passes: list[ModulePass], module: ModuleOp, ctx: Context | None = None) -> None:
-    from mlconv.dialects import make_context
-
     ctx = ctx or make_context()
     for stage in passes:
         stage.apply(ctx, module)
@@ -227,7 +226,6 @@ def lower_to_core(module: ModuleOp, allow_custom: bool = False) -> ModuleOp:
 
 def lower_to_tpu(module: ModuleOp, input_shapes: str = "") -> ModuleOp:
     """Lower a module of any framework dialect (or core) to tpu ops, in place."""
-    from mlconv.dialects import make_context
 
     lower_to_core(module)
     CoreToTpuPipeline(input_shapes=input_shapes).apply(make_context(), module)

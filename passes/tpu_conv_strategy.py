@@ -39,11 +39,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
+from jax import lax
+from jax.extend.core import ClosedJaxpr, Literal
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.errors import OptionError
 from mlconv.passes.jaxpr_to_tpu import replace_with_jaxpr
@@ -113,8 +117,6 @@ def read_conv(op: tpu.PrimitiveOp) -> Conv | None:
 
 
 def conv_nhwc(x: Any, w: Any, c: Conv, filters: str = "HWIO") -> Any:
-    from jax import lax
-
     return lax.conv_general_dilated(
         x, w, c.strides, c.padding, rhs_dilation=c.rhs_dilation,
         dimension_numbers=("NHWC", filters, "NHWC"), feature_group_count=c.groups,
@@ -125,7 +127,6 @@ def conv_nhwc(x: Any, w: Any, c: Conv, filters: str = "HWIO") -> Any:
 def conv_nhwc_ohwi(x: Any, w: Any, c: Conv) -> Any:
     """NHWC data and OHWI filters (`w` given HWIO: constant filters are transposed at compile
     time), cuDNN's layout on XLA:GPU."""
-    from jax import lax
 
     return conv_nhwc(x, lax.transpose(w, (3, 0, 1, 2)), c, filters="OHWI")
 
@@ -136,7 +137,6 @@ def strided_taps(
     """One strided slice of `x` (already padded) per window position, in row-major order of
     the window: the inputs a window op (a convolution tap, a pooling element) reads at each
     output element. Lazily, so each slice is traced next to the op that consumes it."""
-    from jax import lax
 
     out = [
         (size - d * (k - 1) - 1) // s + 1
@@ -150,7 +150,6 @@ def strided_taps(
 
 def conv_taps(x: Any, c: Conv) -> Iterator[Any]:
     """The NHWC input zero-padded as `c` pads it, one strided slice per kernel tap (i, j)."""
-    from jax import lax
 
     (pt, pb), (pl, pr) = c.padding
     xp = lax.pad(x, np.zeros((), x.dtype), ((0, 0, 0), (pt, pb, 0), (pl, pr, 0), (0, 0, 0)))
@@ -171,7 +170,6 @@ def patches_dot(x: Any, w: Any, c: Conv) -> Any:
     """An ungrouped convolution as one `dot_general` of its patches (one strided slice of the
     padded input per tap, concatenated along the channels) with the filter as a
     [taps * in, out] matrix."""
-    from jax import lax
 
     taps = list(conv_taps(x, c))
     kh, kw = c.kernel
@@ -198,7 +196,6 @@ def depthwise_taps(x: Any, w: Any, c: Conv) -> Any:
 
 def pointwise_dot(x: Any, w: Any, c: Conv) -> Any:
     """A 1x1 convolution as a dot_general over the channel axis."""
-    from jax import lax
 
     sh, sw = c.strides
     if (sh, sw) != (1, 1):
@@ -215,7 +212,6 @@ def pointwise_dot(x: Any, w: Any, c: Conv) -> Any:
 
 def grouped_split(x: Any, w: Any, c: Conv) -> Any:
     """One ungrouped convolution per group on its channel slice, concatenated."""
-    from jax import lax
 
     cin, cout = c.in_channels // c.groups, c.out_channels // c.groups
     single = Conv(**{**c.__dict__, "groups": 1, "in_channels": cin, "out_channels": cout})
@@ -243,7 +239,6 @@ def grouped_block_diagonal(x: Any, w: Any, c: Conv) -> Any:
     batched, 28x28 136->136 0.33 / 0.34 / 0.42); at 272 channels a dot per group is faster
     (0.15 against 0.27). The block-diagonal filter is built from the filter by slices, pads
     and a concatenation, which constant filters run at compile time (`_bind_filters`)."""
-    from jax import lax
 
     g = c.groups
     cout = c.out_channels // g
@@ -306,7 +301,6 @@ def _traced(form: Form, c: Conv, x_struct: Any, w_struct: Any, traces: dict) -> 
     """transpose ; form ; transpose as a jaxpr of (NCHW data, HWIO filters), traced once per
     distinct (form, convolution, shapes) in `traces`: a model repeats a few signatures (light
     ResNet50: 53 convolutions, 24 signatures)."""
-    from jax import lax
 
     from mlconv.semantics.tracing import trace_function
 
@@ -325,7 +319,6 @@ def _bind_filters(closed: Any, filters: np.ndarray) -> Any | None:
     depend on the filters alone (slices per tap or group, squeezes, reshapes) run here in
     numpy, and what the rest reads of them becomes the jaxpr's constants, in order of first
     use. None when such an equation has no numpy form."""
-    from jax.extend.core import ClosedJaxpr, Literal
 
     jaxpr = closed.jaxpr
     x_var, w_var = jaxpr.invars
@@ -359,8 +352,6 @@ def _bind_filters(closed: Any, filters: np.ndarray) -> Any | None:
 def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None) -> None:
     """Replace `op` by transpose ; form ; transpose, traced to tpu ops before it. Constant
     filters are transposed to HWIO and prepared for the form (per tap, per group) in numpy."""
-    import jax
-    from jax import lax
 
     from mlconv.semantics.tracing import trace_function
 
@@ -394,8 +385,6 @@ def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None
 
 
 def _dtype(tensor_type: Any) -> np.dtype:
-    from mlconv.dense import numpy_dtype
-
     return numpy_dtype(tensor_type.get_element_type())
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -110,7 +111,6 @@ def evaluate(op: tpu.PrimitiveOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
         same = all(i.shape == inputs[0].shape or i.ndim == 0 for i in inputs)
         if same and len({i.dtype for i in inputs}) == 1:
             return [np.asarray(FLOAT_UFUNCS[name](*inputs), dtype=inputs[0].dtype)]
-    import jax
 
     with jax.default_device(jax.devices("cpu")[0]):
         out = tpu.primitive(op.PRIMITIVE).bind(*inputs, **op.params())

@@ -41,7 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
+from jax import lax
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -92,8 +94,6 @@ def _shared_with_a_library_call(op: Operation) -> bool:
 
 def _select_form(kind: str, bound: float, x_type: Any, traces: dict) -> Any:
     """The jaxpr of select(x <= c, c, x) (max) or select(x >= c, c, x) (min) at x's type."""
-    import jax
-    from jax import lax
 
     from mlconv.semantics.tracing import trace_function
 

@@ -22,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import jax
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import PassFailure
 
@@ -39,9 +41,7 @@ COST_KEYS = {
 
 def region_cost(region: tpu.RegionOp) -> dict[str, int]:
     """XLA's cost analysis of `region` compiled alone (HLO level, before backend passes)."""
-    import jax
 
-    from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.semantics.tpu_blocks import interpret_block
 
     block = region.body.block

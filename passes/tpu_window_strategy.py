@@ -28,7 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -56,8 +59,6 @@ def _identity(kind: str, dtype: np.dtype) -> Any:
 
 def window_slices(x: Any, kind: str, params: dict[str, Any]) -> Any:
     """`reduce_window_<kind>(x, **params)` as pad ; strided slices ; elementwise reduction."""
-    import jax.numpy as jnp
-    from jax import lax
 
     combine = {"max": lax.max, "min": lax.min, "sum": lax.add}[kind]
     window, strides = params["window_dimensions"], params["window_strides"]
@@ -80,7 +81,6 @@ def rewritable(op: tpu.PrimitiveOp) -> bool:
 
 def rewrite(op: tpu.PrimitiveOp, traces: dict) -> None:
     """Replace `op` by its slices, traced once per (kind, parameters, operand type)."""
-    import jax
 
     from mlconv.semantics.tracing import trace_function
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from jax.extend.core import ClosedJaxpr
 
 from mlconv.dialects import tpu
 
@@ -223,8 +224,6 @@ def _evaluate_equation(eqn: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         inner = params.get("jaxpr") or params.get("call_jaxpr") or params.get("fun_jaxpr")
         if inner is not None:
             if not hasattr(inner, "consts"):
-                from jax.extend.core import ClosedJaxpr
-
                 inner = ClosedJaxpr(inner, ())
             return evaluate_jaxpr(inner, inputs)
     numpy_fn = NUMPY_PRIMITIVES.get(name)

@@ -109,6 +109,7 @@ def _make_jaxpr(
     jits once per shape (the emitters inline them anyway; BatchNormInference: 5 of them). Not
     for semantics with loops: lax.scan and fori_loop unroll in Python without jit."""
     try:
+        # jax internals: may move between jax versions (falls back to make_jaxpr below)
         from jax._src import api_util, linear_util
         from jax._src import core as jax_core
         from jax._src.interpreters import partial_eval

@@ -104,6 +104,7 @@ def _table(rows: list[tuple[str, ...]], version: str) -> list[str]:
 
 
 def generate() -> str:
+    # jax: not loaded by this module otherwise (startup); only this generator needs it
     import jax
 
     core = core_rows()

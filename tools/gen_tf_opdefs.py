@@ -97,6 +97,7 @@ def _arg(arg) -> list[str]:
 
 def snapshot() -> dict:
     """The OpDef snapshot of the installed TensorFlow as a JSON-ready dict."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     import tensorflow as tf
     from tensorflow.core.framework import types_pb2
     from tensorflow.python.framework import op_def_registry

@@ -126,6 +126,7 @@ def _table_fields(schema, table: str) -> list[dict]:
 
 
 def snapshot() -> dict:
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.lite.python import schema_py_generated as schema
 
     operators = _enum_values(schema.BuiltinOperator)

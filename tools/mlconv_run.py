@@ -25,10 +25,14 @@ from typing import Any
 
 import numpy as np
 
+import mlconv
+from mlconv.dense import element_type
+from mlconv.dialects import make_context
 from mlconv.errors import MlconvError, OptionError, render
 from mlconv.fileio import staged_output
 from mlconv.signature.main_inputs import order_inputs
-from mlconv.tools.cli import ToolArgumentParser, ToolFailure, run_tool
+from mlconv.signature.module_io import value_names
+from mlconv.tools.cli import ToolArgumentParser, ToolFailure, format_parse_error, run_tool
 
 PROG = "mlconv-run"
 
@@ -163,8 +167,6 @@ def _names_from_onnx(path: str) -> tuple[list[str], list[str]] | None:
 def _names_from_mlir(path: str) -> tuple[list[str], list[str]] | None:
     from xdsl.parser import Parser
 
-    from mlconv.dialects import make_context
-
     try:
         with open(path, encoding="utf-8") as f:
             module = Parser(make_context(), f.read(), path).parse_module()
@@ -176,8 +178,6 @@ def _names_from_mlir(path: str) -> tuple[list[str], list[str]] | None:
 def names_of_module(module: Any) -> tuple[list[str], list[str]] | None:
     """The `mlconv.name`s of `@main`'s arguments and results (`argN`/`resultN` where absent)."""
     from xdsl.dialects.func import FuncOp
-
-    from mlconv.signature.module_io import value_names
 
     main = next((op for op in module.walk() if isinstance(op, FuncOp)), None)
     for op in module.walk():
@@ -234,7 +234,6 @@ def write_outputs(path: str, results: list[np.ndarray], names: list[str] | None)
 
 def format_outputs(results: list[np.ndarray], names: list[str] | None) -> str:
     """`name: tensor<2x3xf32>` then the values (4 decimals, all of them) for each output."""
-    from mlconv.dense import element_type
 
     if names is None or len(names) != len(results):
         names = [f"result{i}" for i in range(len(results))]
@@ -294,9 +293,6 @@ def _parse_mlir(text: str, path: str) -> Any:
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
-    from mlconv.dialects import make_context
-    from mlconv.tools.cli import format_parse_error
-
     try:
         module = Parser(make_context(), text, path).parse_module()
     except ParseError as error:
@@ -332,8 +328,6 @@ def _run(argv: list[str] | None) -> int:
     if args.compare_with_source:
         return _compare(args, arrays)
     assert arrays is not None
-
-    import mlconv
 
     path = "<stdin>" if args.model == "-" else args.model
     model: Any = args.model

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+import mlconv
+from mlconv.errors import MlconvError
 from mlconv.verify.onnx_cases import as_array, collect_cases
 
 
@@ -81,9 +83,6 @@ def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float) 
 
 
 def run_case(case: Any) -> CaseResult:
-    import mlconv
-    from mlconv.errors import MlconvError
-
     start = time.perf_counter()
     op_type = case_op_type(case)
 

@@ -29,8 +29,13 @@ from typing import Any
 
 import numpy as np
 
+import mlconv
+from mlconv.dialects import make_context
 from mlconv.errors import MlconvError, OptionError
+from mlconv.frontends.load import format_input_shapes, load_model
+from mlconv.interpreters import Recorder, run_module
 from mlconv.interpreters.check_numerics import aligned, errors
+from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core
 from mlconv.signature.main_inputs import make_inputs
 
 DEFAULT_RTOL = 1e-3
@@ -172,6 +177,8 @@ class SourceTensor:
 def _run_onnx(path: str, names, arrays, per_layer: bool):
     """(outputs, intermediates in node order) by onnxruntime."""
     import onnx
+
+    # onnxruntime: an optional oracle; only this comparison needs it
     import onnxruntime
 
     model = onnx.load(path)
@@ -217,6 +224,7 @@ def _run_onnx(path: str, names, arrays, per_layer: bool):
 def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
     """(outputs, intermediates) by TensorFlow: the frozen graph the importer translates, every
     top-level op output fetched in one session run."""
+    # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )
@@ -267,6 +275,7 @@ def _run_tflite(path: str, names, arrays, per_layer: bool):
     """(outputs, intermediates) by LiteRT with every tensor preserved."""
     import warnings
 
+    # LiteRT: an optional oracle; only this comparison needs it
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     with warnings.catch_warnings():  # "preserve_all_tensors is for debugging": it is here
@@ -316,9 +325,6 @@ def _mlconv_layers(module, arrays, input_shapes: str) -> dict[str, list[np.ndarr
     core's NCHW layout) and without core-fuse: a fusion leaves the fused op at the location of
     one of its parts (Convolution+BatchNorm at the Convolution's), whose value is then the
     fused one. The outputs are compared on the whole pipeline."""
-    from mlconv.dialects import make_context
-    from mlconv.interpreters import Recorder, run_module
-    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core
 
     lower_to_core(module)
     ctx = make_context()
@@ -359,8 +365,6 @@ def compare_with_source(
     """Run `model_path` by its source framework's runtime and by mlconv on the same inputs
     (`inputs` by name or in order; seeded random ones of the declared shapes when None) and
     compare every output and, with `per_layer`, every intermediate tensor both sides have."""
-    import mlconv
-    from mlconv.frontends.load import format_input_shapes, load_model
 
     path = os.fspath(model_path)
     if not os.path.exists(path):

@@ -20,8 +20,11 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Region
 
+import mlconv
 from mlconv.dense import numpy_dtype
+from mlconv.dialects import make_context
 from mlconv.dialects.core_base import CoreOp
+from mlconv.errors import MlconvError
 
 
 def op_kinds(module: ModuleOp) -> set[str]:
@@ -83,7 +86,6 @@ class OpComparison:
 
 def compare_module(module: ModuleOp, inputs: list[np.ndarray]) -> float:
     """max |openvino - jax| / max |jax| over every output (NaN/inf where both agree ignored)."""
-    import mlconv
     from mlconv.backends.openvino_backend import compile_module
 
     ov_out = compile_module(module.clone(), "cpu")(*inputs)
@@ -103,7 +105,6 @@ def compare_module(module: ModuleOp, inputs: list[np.ndarray]) -> float:
 
 def compare_ops(module: ModuleOp, seed: int = 0, kinds: set[str] | None = None):
     """One OpComparison per op kind and operand signature of @main (first occurrence)."""
-    from mlconv.errors import MlconvError
 
     seen = set()
     for op in module.walk():
@@ -132,7 +133,6 @@ TOLERANCE = 1e-4  # max |openvino - jax| / max |jax|
 
 def case_module(case):
     """The core module of an ONNX node case (import + lowering to core), or None."""
-    from mlconv.dialects import make_context
     from mlconv.frontends.load import load_model
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import lower_to_core
@@ -149,7 +149,6 @@ def bind_static_inputs(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.nd
     from xdsl.dialects.builtin import ArrayAttr
     from xdsl.rewriter import InsertPoint, Rewriter
 
-    from mlconv.dialects import make_context
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 
@@ -185,7 +184,6 @@ def check_case(case) -> tuple[str, str]:
     OpenVINO against the JAX path on the case's first data set."""
     import warnings
 
-    from mlconv.errors import MlconvError
     from mlconv.verify.onnx_cases import as_array
 
     with warnings.catch_warnings():

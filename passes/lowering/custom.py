@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import DictionaryAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from mlconv.dialects.core_custom import CustomOp
+from mlconv.passes.lowering.registry import lookup
 
 # Bookkeeping attributes of variadic ops, not attributes of the source op.
 _STRUCTURAL = frozenset({"operandSegmentSizes", "resultSegmentSizes"})
@@ -60,7 +61,6 @@ def custom_fallback(
     )
     b.insert(custom)
     from mlconv.custom_ops import label
-    from mlconv.passes.lowering.registry import lookup
 
     pattern = lookup("custom", label(domain, op_type), None)
     if pattern is None:

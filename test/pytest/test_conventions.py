@@ -336,3 +336,127 @@ def test_layer_check_catches_a_cycle(tmp_path: Path) -> None:
         (tmp_path / path).write_text(f"import mlconv.{line}\n")
     problems = layer_violations(tmp_path)
     assert any(p.startswith("import cycle: semantics -> signature -> semantics") for p in problems)
+
+
+# --------------------------------------------------------------------------- local imports
+# A function-local `import mlconv...` is for a cycle or for startup (a heavy module loaded on
+# first use). One whose module is loaded anyway when the importing module loads (it is in the
+# module-level import closure: its own top-level imports, those of the packages above it, e.g.
+# `mlconv/__init__.py`, and so on down) dodges neither, unless the target needs the importing
+# module back (a cycle): it belongs at the top. `if TYPE_CHECKING:` blocks load nothing.
+
+
+def _scoped_imports(root: Path) -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
+    """({module: mlconv modules it imports at module level}, [(module, target, line) of each
+    function-local mlconv import])."""
+    modules = _modules(root)
+    top: dict[str, set[str]] = {name: set() for name in modules}
+    local: list[tuple[str, str, int]] = []
+
+    def targets(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            pairs = [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            pairs = [(node.module, alias.name) for alias in node.names]
+        else:
+            return []
+        found = []
+        for target, imported in pairs:
+            if target == "mlconv" or target.startswith("mlconv."):
+                dotted = f"{target}.{imported}"
+                found.append(dotted if imported and dotted in modules else target)
+        return found
+
+    def visit(name: str, node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            for target in targets(child):
+                if in_function:
+                    local.append((name, target, child.lineno))
+                else:
+                    top[name].add(target)
+            function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(name, child, in_function or function)
+
+    for name, path in modules.items():
+        visit(name, ast.parse(path.read_text(), str(path)), False)
+    return top, local
+
+
+def _loaded_with(module: str, top: dict[str, set[str]]) -> set[str]:
+    """Every mlconv module that importing `module` loads: its packages' `__init__`s first,
+    then what each loaded module imports at module level."""
+    loaded: set[str] = set()
+    pending = [module]
+    while pending:
+        parts = pending.pop().split(".")
+        for size in range(1, len(parts) + 1):
+            name = ".".join(parts[:size])
+            if name in top and name not in loaded:
+                loaded.add(name)
+                pending.extend(top[name])
+    return loaded
+
+
+def hoistable_local_imports(root: Path) -> list[str]:
+    """Every function-local mlconv import under `root` whose target is loaded with the
+    importing module anyway and does not load that module back."""
+    top, local = _scoped_imports(root)
+    problems = []
+    for module, target, line in local:
+        if target in _loaded_with(module, top) and module not in _loaded_with(target, top):
+            problems.append(
+                f"{module} (line {line}): function-local import of {target}, which "
+                f"`import {module}` loads anyway: import it at the top"
+            )
+    return problems
+
+
+def test_no_local_import_that_could_be_top_level() -> None:
+    problems = hoistable_local_imports(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # loaded by the module's own top-level import chain (b -> c): flagged
+        (
+            {
+                "a.py": "import mlconv.b\n\ndef f():\n    from mlconv.c import g\n",
+                "b.py": "import mlconv.c\n",
+            },
+            ["mlconv.a (line 4): function-local import of mlconv.c"],
+        ),
+        # loaded by the package's __init__, which Python runs first: flagged
+        (
+            {"__init__.py": "from mlconv.c import g\n", "a.py": "def f():\n    import mlconv.c\n"},
+            ["mlconv.a (line 2): function-local import of mlconv.c"],
+        ),
+        # not loaded otherwise (a lazy import for startup): kept
+        ({"a.py": "def f():\n    import mlconv.c\n"}, []),
+        # loaded, but it imports the module back (a cycle): kept
+        (
+            {
+                "a.py": "import mlconv.b\n\ndef f():\n    import mlconv.b\n",
+                "b.py": "import mlconv.a\n",
+            },
+            [],
+        ),
+        # only under TYPE_CHECKING: not loaded, kept
+        (
+            {"a.py": "if TYPE_CHECKING:\n    import mlconv.c\n\ndef f():\n    import mlconv.c\n"},
+            [],
+        ),
+    ],
+)
+def test_local_import_check_catches(
+    tmp_path: Path, files: dict[str, str], expected: list[str]
+) -> None:
+    """The check itself, on small trees: it flags exactly the local imports of modules that
+    are loaded anyway."""
+    for path, text in {"c.py": "def g():\n    pass\n", **files}.items():
+        (tmp_path / path).write_text(text)
+    problems = hoistable_local_imports(tmp_path)
+    assert [p.split(", which")[0] for p in problems] == expected, problems
