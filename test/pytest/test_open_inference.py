@@ -9,14 +9,11 @@ through the artifact's batcher. Reference: the same artifact loaded in this proc
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from serve_process import start_server
 
 import mlconv
 
@@ -69,21 +66,8 @@ def served(tmp_path_factory):
     out = folder / "toy_model"
     manifest = convert(str(folder / "toy"), str(out), OPTIONS, quiet=True)
     assert manifest["batches"], "the artifact must batch"
-    log = open(folder / "stderr.txt", "w+")  # noqa: SIM115 - read back after the process ends
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mlconv.tools.mlconv_run", str(out), "--serve", "--port", "0"],
-        stderr=log,
-        env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    deadline = time.monotonic() + 180
-    url = None
-    while url is None:
-        assert process.poll() is None, Path(log.name).read_text()
-        assert time.monotonic() < deadline, "the server did not start"
-        for line in Path(log.name).read_text().splitlines():
-            if " serving " in line:
-                url = line.rsplit("//", 1)[-1]
-        time.sleep(0.1)
+    process, line, log = start_server(out, folder / "stderr.txt", timeout=180)
+    url = line.rsplit("//", 1)[-1]
     model = mlconv.load(out)
     yield {"url": url, "model": model, "weights": toy.w.numpy(), "log": Path(log.name)}
     model.close()

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -21,6 +18,7 @@ from pathlib import Path
 import forgery
 import numpy as np
 import pytest
+from serve_process import start_server
 
 READ_TIMEOUT = 1.0
 CONNECTIONS = 8
@@ -34,22 +32,9 @@ def server(tmp_path_factory):
     model = forgery.two_input_onnx(folder / "two.onnx")
     out = folder / "converted"
     convert(str(model), str(out), "disable_default_optimizations: true\n", quiet=True)
-    log = open(folder / "stderr.txt", "w+")  # noqa: SIM115 - read back after the process ends
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mlconv.tools.mlconv_run", str(out), "--serve", "--port", "0",
-         "--read-timeout", str(READ_TIMEOUT), "--max-connections", str(CONNECTIONS)],
-        stderr=log,
-        env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path)},
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    url = None
-    while url is None:
-        assert process.poll() is None, Path(log.name).read_text()
-        assert time.monotonic() < deadline, "the server did not start"
-        for line in Path(log.name).read_text().splitlines():
-            if " serving " in line:
-                url = line.rsplit(" ", 1)[-1]
-        time.sleep(0.1)
+    arguments = ("--read-timeout", str(READ_TIMEOUT), "--max-connections", str(CONNECTIONS))
+    process, line, log = start_server(out, folder / "stderr.txt", *arguments)
+    url = line.rsplit(" ", 1)[-1]
     port = int(url.rsplit(":", 1)[-1])
     yield {"url": url, "port": port, "process": process, "log": Path(log.name), "model": model}
     process.terminate()
