@@ -21,22 +21,30 @@ SHAPE = (2, 8)
 
 def small_onnx(path: Path, seed: int = 3) -> Path:
     """y = relu(x @ W + b), randomized weights (the output depends on x)."""
-    rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    nodes, weights = _dense_relu(seed, "y")
     graph = helper.make_graph(
-        [
-            helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
-            helper.make_node("Add", ["h", "b"], ["z"], name="add"),
-            helper.make_node("Relu", ["z"], ["y"], name="relu"),
-        ],
+        nodes,
         "small",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [SHAPE[0], 4])],
-        [w, b],
+        weights,
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path
+
+
+def _dense_relu(seed: int, output: str) -> tuple[list, list]:
+    """(nodes, initializers) of `output` = relu(x @ W + b), W [8, 4] and b [4] random normal
+    (generator seeded with `seed`)."""
+    rng = np.random.default_rng(seed)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+        helper.make_node("Add", ["h", "b"], ["z"], name="add"),
+        helper.make_node("Relu", ["z"], [output], name="relu"),
+    ]
+    return nodes, [w, b]
 
 
 def copy_artifact(source: Path, target: Path) -> Path:
@@ -88,14 +96,10 @@ def forged_callback_export(shape: tuple[int, ...] = SHAPE, index: int = 977) -> 
 
 def two_input_onnx(path: Path, seed: int = 4) -> Path:
     """y = relu(x @ W + b) + float(k): a float32 input x [2, 8] and an int64 input k [2, 4]."""
-    rng = np.random.default_rng(seed)
-    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    nodes, weights = _dense_relu(seed, "r")
     graph = helper.make_graph(
         [
-            helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
-            helper.make_node("Add", ["h", "b"], ["z"], name="add"),
-            helper.make_node("Relu", ["z"], ["r"], name="relu"),
+            *nodes,
             helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT, name="cast"),
             helper.make_node("Add", ["r", "kf"], ["y"], name="plus_k"),
         ],
@@ -105,7 +109,7 @@ def two_input_onnx(path: Path, seed: int = 4) -> Path:
             helper.make_tensor_value_info("k", TensorProto.INT64, [SHAPE[0], 4]),
         ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [SHAPE[0], 4])],
-        [w, b],
+        weights,
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path
