@@ -244,3 +244,27 @@ def test_expand_flattens_nested_pipelines():
     a, b, c = Leaf(), Leaf(), Leaf()
     empty = Stages()
     assert expand([a, Stages(b, Stages(c)), empty]) == [a, b, c, empty]
+
+
+def test_compile_check_numerics_of_a_dynamic_batch_model(tmp_path):
+    """No input shapes given: the checked pipeline takes the model's own (dynamic) ones, as
+    the compile itself does; a call with 3 rows runs (a surviving mutant of issue 31 passed
+    empty shapes, and the check refused the dynamic dimension)."""
+    w = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["a"], name="mm"),
+            helper.make_node("Tanh", ["a"], ["y"], name="tanh"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "dynamic.onnx"
+    onnx.save(model, str(path))
+    run = mlconv.compile(str(path), device="cpu", check_numerics=True)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(run(x)[0], np.tanh(x @ w), rtol=1e-5, atol=1e-6)
