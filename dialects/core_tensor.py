@@ -13,16 +13,16 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
-from xdsl.irdl import attr_def, irdl_op_definition, result_def
+from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
 
-from mlconv.dense import to_dense_attr, to_numpy
+from mlconv.dense import to_numpy
 from mlconv.dialects.core_base import BOOL, INT, STR, TYPE, CoreOp, core_op
+from mlconv.dialects.dense_constant import DenseConstant
 
 
 @irdl_op_definition
-class ConstantOp(CoreOp):
+class ConstantOp(DenseConstant, CoreOp):
     """A tensor constant; its value is a dense attribute over raw bytes (OpenVINO Constant).
 
     %w = core.Constant {value = dense<"0x0000803F..."> : tensor<64x3x7x7xf32>}
@@ -31,14 +31,6 @@ class ConstantOp(CoreOp):
 
     name = "core.Constant"
     VERSION: ClassVar[int] = 1
-    value = attr_def(DenseIntOrFPElementsAttr)
-    output = result_def(TensorType)
-    assembly_format = "attr-dict `:` type($output)"
-
-    @staticmethod
-    def from_numpy(array: np.ndarray) -> ConstantOp:
-        attr = to_dense_attr(np.asarray(array))
-        return ConstantOp.create(attributes={"value": attr}, result_types=[attr.type])
 
     def numpy(self) -> np.ndarray:
         return to_numpy(self.value)

@@ -50,7 +50,6 @@ from xdsl.irdl import (
     irdl_op_definition,
     opt_attr_def,
     region_def,
-    result_def,
     traits_def,
     var_operand_def,
     var_region_def,
@@ -60,6 +59,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dense import element_type, numpy_dtype, to_dense_attr, to_numpy
+from mlconv.dialects.dense_constant import DenseConstant
 
 # --- parameter encoding -------------------------------------------------------------------------
 
@@ -171,7 +171,7 @@ def decode_param(attr: Attribute) -> Any:
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(DenseConstant, IRDLOperation):
     """A dense constant in a TPU region; the JAX backend passes large ones as arguments of the
     compiled program rather than baking them into it.
 
@@ -179,14 +179,6 @@ class ConstantOp(IRDLOperation):
     """
 
     name = "tpu.constant"
-    value = attr_def(DenseIntOrFPElementsAttr)
-    output = result_def(TensorType)
-    assembly_format = "attr-dict `:` type($output)"
-
-    @staticmethod
-    def from_numpy(array: np.ndarray) -> ConstantOp:
-        attr = to_dense_attr(np.asarray(array))
-        return ConstantOp.create(attributes={"value": attr}, result_types=[attr.type])
 
 
 @irdl_op_definition
