@@ -91,6 +91,10 @@ def test_check_numerics_passes_a_correct_pipeline(max_mlir, tmp_path, capsys):
     assert "(input)" in captured.err and "not interpretable" not in captured.err
     for name in ("onnx-to-core", "core-fuse", "core-to-tpu", "tpu-conv-strategy"):
         assert f"  {name} " in captured.err
+    # every pass was compared, the first one too (with the imported IR's run)
+    passes = [line for line in captured.err.splitlines() if line.startswith("  ")][1:]
+    assert passes and passes[0].split()[0] == "onnx-normalize", captured.err
+    assert all(line.endswith("  ok") for line in passes), captured.err
     assert "tpu.tanh" in captured.out  # the IR is still printed
 
 
