@@ -16,6 +16,10 @@ loading the dialect does not import TensorFlow). Conventions:
 - Constant tensors are `tflite.CONST` ops: `value` holds the stored values (bytes); for a
   quantized tensor the result type has the `!quant.uniform` element type and `value` the
   storage integers.
+- Control flow holds its subgraphs as regions instead of subgraph indices: `tflite.IF` has the
+  regions `then_branch` and `else_branch`, `tflite.WHILE` has `cond` and `body`. Each region is
+  one block whose arguments are the subgraph's inputs and which ends in `tflite.YIELD` of the
+  subgraph's outputs (TFLite's subgraphs are closed: a region uses nothing from outside).
 """
 
 from __future__ import annotations
@@ -45,12 +49,13 @@ from xdsl.irdl import (
     attr_def,
     irdl_op_definition,
     opt_attr_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import ConstantLike, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from mlconv.dense import to_numpy
@@ -84,8 +89,9 @@ _ARRAY_TYPES = {
 
 
 def fields_of(operator: str) -> list[dict]:
-    """The options fields of a builtin operator ([] when it has no options table)."""
-    table = OPERATORS[operator]["options"]
+    """The options fields of a builtin operator ([] when it has no options table, and for
+    the dialect's own ops such as YIELD)."""
+    table = OPERATORS[operator]["options"] if operator in OPERATORS else None
     return OPTIONS[table]["fields"] if table else []
 
 
@@ -342,9 +348,142 @@ class CustomOp(TFLiteOperation):
             raise VerifyException(problem)
 
 
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a region of `tflite.IF` / `tflite.WHILE`: the subgraph's outputs, in order.
+
+    "tflite.YIELD"(%a, %b) : (tensor<?x4xf32>, tensor<i32>) -> ()
+    """
+
+    name = "tflite.YIELD"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+
+    @property
+    def key(self) -> str:
+        """What its lowering is registered under (as a builtin's: `TFLiteOperation.key`)."""
+        return "YIELD"
+
+
+def _yielded(op: IRDLOperation, region_name: str) -> list:
+    """The values region `region_name` of `op` yields (it must end in tflite.YIELD)."""
+    block = getattr(op, region_name).block
+    if not isinstance(block.last_op, YieldOp):
+        raise VerifyException(f"region '{region_name}' must end with tflite.YIELD")
+    return list(block.last_op.values)
+
+
+def _check_region(op: IRDLOperation, region_name: str, inputs: list, outputs: int) -> list:
+    """Region `region_name` takes one argument per value of `inputs`, of the same element
+    type, and yields `outputs` values (-1: any number); the yielded values."""
+    block = getattr(op, region_name).block
+    if len(block.args) != len(inputs):
+        raise VerifyException(
+            f"region '{region_name}' has {len(block.args)} arguments for {len(inputs)} inputs"
+        )
+    for arg, value in zip(block.args, inputs, strict=True):
+        if _element(arg.type) != _element(value.type):
+            raise VerifyException(
+                f"region '{region_name}': argument #{arg.index} has element type "
+                f"{_element(arg.type)}, its input {_element(value.type)}"
+            )
+    yielded = _yielded(op, region_name)
+    if outputs >= 0 and len(yielded) != outputs:
+        raise VerifyException(
+            f"region '{region_name}' yields {len(yielded)} values for {outputs} results"
+        )
+    return yielded
+
+
+def _element(t: Attribute) -> Attribute:
+    return t.get_element_type() if isinstance(t, TensorType) else t
+
+
+@irdl_op_definition
+class IfOp(TFLiteOperation):
+    """TFLite IF: `then_branch` when the boolean `inputs[0]` is true, else `else_branch`; the
+    other inputs are both branches' arguments. The subgraphs of `then_subgraph_index` /
+    `else_subgraph_index` are held as the two regions. Example:
+
+        %r = "tflite.IF"(%c, %x) ({
+        ^bb0(%a: tensor<?x4xf32>):
+          "tflite.YIELD"(%a) : (tensor<?x4xf32>) -> ()
+        }, {
+        ^bb0(%a: tensor<?x4xf32>):
+          %n = "tflite.NEG"(%a) {version = 1 : i32} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+          "tflite.YIELD"(%n) : (tensor<?x4xf32>) -> ()
+        }) {version = 1 : i32} : (tensor<i1>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    """
+
+    name = "tflite.IF"
+    then_branch = region_def("single_block")
+    else_branch = region_def("single_block")
+
+    def verify_(self) -> None:
+        super().verify_()
+        operands = list(self.operands)
+        if not operands or _element(operands[0].type) != IntegerType(1):
+            raise VerifyException("the condition (input #0) must be a boolean tensor")
+        for region in ("then_branch", "else_branch"):
+            yielded = _check_region(self, region, operands[1:], len(self.results))
+            for value, result in zip(yielded, self.results, strict=True):
+                if _element(value.type) != _element(result.type):
+                    raise VerifyException(
+                        f"region '{region}' yields {_element(value.type)} for a "
+                        f"{_element(result.type)} result"
+                    )
+
+
+@irdl_op_definition
+class WhileOp(TFLiteOperation):
+    """TFLite WHILE: while `cond(*values)` gives true, `values = body(*values)`, starting from
+    the inputs; the results are the final values. The subgraphs of `cond_subgraph_index` /
+    `body_subgraph_index` are held as the regions `cond` (yields one boolean) and `body`
+    (yields one value per input). Example:
+
+        %n, %v = "tflite.WHILE"(%i, %x) ({
+        ^bb0(%a: tensor<i32>, %b: tensor<?x4xf32>):
+          %lt = "tflite.LESS"(%a, %ten) {version = 1 : i32} : (tensor<i32>, tensor<i32>) -> tensor<i1>
+          "tflite.YIELD"(%lt) : (tensor<i1>) -> ()
+        }, {
+        ^bb0(%a: tensor<i32>, %b: tensor<?x4xf32>):
+          ...
+          "tflite.YIELD"(%a1, %b1) : (tensor<i32>, tensor<?x4xf32>) -> ()
+        }) {version = 1 : i32} : (tensor<i32>, tensor<?x4xf32>) -> (tensor<i32>, tensor<?x4xf32>)
+    """
+
+    name = "tflite.WHILE"
+    cond = region_def("single_block")
+    body = region_def("single_block")
+
+    def verify_(self) -> None:
+        super().verify_()
+        operands = list(self.operands)
+        if len(self.results) != len(operands):
+            raise VerifyException(
+                f"has {len(self.results)} results for {len(operands)} inputs (one per value)"
+            )
+        (keep_going,) = _check_region(self, "cond", operands, 1)
+        if _element(keep_going.type) != IntegerType(1):
+            raise VerifyException("region 'cond' must yield a boolean tensor")
+        yielded = _check_region(self, "body", operands, len(operands))
+        for value, result in zip(yielded, self.results, strict=True):
+            if _element(value.type) != _element(result.type):
+                raise VerifyException(
+                    f"region 'body' yields {_element(value.type)} for a "
+                    f"{_element(result.type)} value"
+                )
+
+
+# Operators whose subgraph-index options are held as regions (option names, in region order).
+REGION_OPTIONS: dict[str, tuple[str, ...]] = {
+    "IF": ("then_subgraph_index", "else_subgraph_index"),
+    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
+}
 OP_CLASSES: dict[str, type[TFLiteOperation]] = {
     name: _make_op(name) for name in OPERATORS if name not in NOT_OPERATORS
 }
+OP_CLASSES |= {"IF": IfOp, "WHILE": WhileOp}
 globals().update({cls.__name__: cls for cls in OP_CLASSES.values()})
 
 
@@ -353,6 +492,18 @@ def op_class(operator: str) -> type[TFLiteOperation] | None:
     return OP_CLASSES.get(operator)
 
 
-TFLite = Dialect("tflite", [ConstOp, NoValueOp, CustomOp, *OP_CLASSES.values()], [])
+TFLite = Dialect("tflite", [ConstOp, NoValueOp, CustomOp, YieldOp, *OP_CLASSES.values()], [])
 
-__all__ = ["TFLite", "ConstOp", "CustomOp", "NoValueOp", "TFLiteOperation", "OP_CLASSES", "i32"]
+__all__ = [
+    "TFLite",
+    "ConstOp",
+    "CustomOp",
+    "IfOp",
+    "NoValueOp",
+    "REGION_OPTIONS",
+    "TFLiteOperation",
+    "OP_CLASSES",
+    "WhileOp",
+    "YieldOp",
+    "i32",
+]

@@ -3,7 +3,9 @@
     module = import_tflite("model.tflite")
 
 Subgraph 0 becomes `func.func @main` (inputs and outputs in order, each named by
-`{mlconv.name = "..."}`). Tensors with a buffer become `tflite.CONST` ops (bytes, never lists;
+`{mlconv.name = "..."}`). The subgraphs of IF / WHILE operators become their regions (a copy
+per operator that holds them, ending in `tflite.YIELD`); a subgraph index outside the file or a
+subgraph that holds itself is refused. Tensors with a buffer become `tflite.CONST` ops (bytes, never lists;
 a quantized constant keeps its storage integers in `value` and the `!quant.uniform` type on
 its result). Each operator becomes `tflite.<BUILTIN_NAME>` with its options as attributes and
 its `version`, located at `NameLoc(<first output tensor name>)`. A CUSTOM operator becomes
@@ -152,7 +154,58 @@ class _Importer:
         model = self.model()
         if not model.subgraphs:
             raise FrontendError(f"{self.path} has no subgraph")
+        self.model_t = model
+        codes = model.operatorCodes or []
+        reached = self.reachable(model)
+        problems = [
+            p
+            for index in reached
+            for op in model.subgraphs[index].operators or []
+            if (p := self.check(codes, model.subgraphs[index].tensors or [], op))
+        ]
+        if problems:  # every unknown (operator, version) at once
+            raise FrontendError("; ".join(problems))
         graph = model.subgraphs[0]
+        tensors = graph.tensors or []
+        block, inputs, outputs = self.subgraph(0, ())
+        main = func.FuncOp(
+            "main",
+            ([a.type for a in block.args], [r.type for r in block.last_op.operands]),
+            Region(block),
+            arg_attrs=_names([tensors[i] for i in inputs]),
+            res_attrs=_names([tensors[i] for i in outputs]),
+        )
+        return ModuleOp([main])
+
+    def operator_name(self, op) -> str:
+        code = (self.model_t.operatorCodes or [])[op.opcodeIndex]
+        builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+        return tflite.OPERATOR_NAMES.get(builtin, str(builtin))
+
+    def callees(self, model, index: int) -> list[int]:
+        """The subgraphs the IF / WHILE operators of subgraph `index` hold, in order."""
+        return [c for op in model.subgraphs[index].operators or [] for c in self.callees_of(op)]
+
+    def reachable(self, model) -> list[int]:
+        """Subgraph 0 and every subgraph its control flow reaches (each once)."""
+        seen, todo = [0], [0]
+        while todo:
+            for callee in self.callees(model, todo.pop()):
+                if callee not in seen:
+                    seen.append(callee)
+                    todo.append(callee)
+        return seen
+
+    def subgraph(self, index: int, calling: tuple[int, ...]) -> tuple[Block, list[int], list[int]]:
+        """Subgraph `index` as a block ending in tflite.YIELD of its outputs (the caller makes
+        @main's func.return of it); its input and output tensor indices. `calling`: the
+        subgraphs being translated around it (a subgraph that holds itself is refused)."""
+        model = self.model_t
+        if index in calling:
+            raise FrontendError(
+                f"subgraph {index} holds itself through control flow (recursion is not modelled)"
+            )
+        graph = model.subgraphs[index]
         tensors = graph.tensors or []
 
         def type_name(t) -> str:
@@ -204,13 +257,9 @@ class _Importer:
             return values[index]
 
         codes = model.operatorCodes or []
-        problems = [p for op in graph.operators or [] if (p := self.check(codes, tensors, op))]
-        if problems:  # every unknown (operator, version) at once
-            raise FrontendError("; ".join(problems))
         for op in graph.operators or []:
             code = codes[op.opcodeIndex]
-            builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
-            operator = tflite.OPERATOR_NAMES.get(builtin, str(builtin))
+            operator = self.operator_name(op)
             out_index = [int(i) for i in (op.outputs if op.outputs is not None else [])]
             where = _name(tensors[out_index[0]]) if out_index else "?"
             op_class = tflite.op_class(operator) if operator != "CUSTOM" else tflite.CustomOp
@@ -219,7 +268,12 @@ class _Importer:
                 "version": tflite.IntegerAttr(code.version, tflite.i32)
             }
             options = op.builtinOptions if op.builtinOptions is not None else op.builtinOptions2
-            if operator == "CUSTOM":
+            regions: list[Region] = []
+            if operator in tflite.REGION_OPTIONS:  # the subgraphs it holds, as regions
+                for callee in self.callees_of(op):
+                    region_block, _, _ = self.subgraph(callee, (*calling, index))
+                    regions.append(Region(region_block))
+            elif operator == "CUSTOM":
                 raw = b"" if op.customOptions is None else bytes(op.customOptions)
                 attributes |= custom_attributes(_custom_code(code), raw, where)
             elif options is not None:
@@ -231,6 +285,7 @@ class _Importer:
                 operands=operands,
                 result_types=[tensor_type(tensors[i]) for i in out_index],
                 attributes=attributes,
+                regions=regions,
             )
             new.location = name_loc(where)
             for i, result in zip(out_index, new.results, strict=True):
@@ -238,15 +293,30 @@ class _Importer:
                 values[i] = result
             builder.insert(new)
         results = [value_of(i) for i in outputs]
-        builder.insert(func.ReturnOp(*results))
-        main = func.FuncOp(
-            "main",
-            ([a.type for a in block.args], [r.type for r in results]),
-            Region(block),
-            arg_attrs=_names([tensors[i] for i in inputs]),
-            res_attrs=_names([tensors[i] for i in outputs]),
-        )
-        return ModuleOp([main])
+        if index == 0:
+            builder.insert(func.ReturnOp(*results))
+        else:
+            builder.insert(tflite.YieldOp.create(operands=results))
+        return block, inputs, outputs
+
+    def callees_of(self, op) -> list[int]:
+        """The subgraph indices an IF / WHILE operator holds ([] for other operators)."""
+        operator = self.operator_name(op)
+        if operator not in tflite.REGION_OPTIONS:
+            return []
+        by_name = {f["name"]: f["py"] for f in tflite.fields_of(operator)}
+        found = []
+        for field in tflite.REGION_OPTIONS[operator]:
+            options = op.builtinOptions
+            callee = -1 if options is None else int(getattr(options, by_name[field]))
+            count = len(self.model_t.subgraphs)
+            if not 0 < callee < count:
+                raise FrontendError(
+                    f"{operator} names subgraph {callee} as its {field}, but the file has "
+                    f"subgraphs 1 to {count - 1} besides the main one"
+                )
+            found.append(callee)
+        return found
 
 
 def _custom_code(code) -> str:
@@ -314,7 +384,8 @@ def _names(tensors) -> Attribute:
 
 
 def import_tflite(path: str | Path) -> ModuleOp:
-    """The module of a .tflite file (subgraph 0 as `func.func @main`)."""
+    """The module of a .tflite file (subgraph 0 as `func.func @main`, the subgraphs of its
+    control flow as regions)."""
     path = str(path)
     try:
         data = Path(path).read_bytes()

@@ -19,6 +19,8 @@ and the first locations).
   the .tflite gives its tensor. `keep-dynamic=false` gives such input dims the size TFLite
   itself runs with, 1.
 - Locations: every core op is located at its TFLite op's (its first output tensor's name).
+- Control flow: IF / WHILE become core.If / core.Loop holding their (lowered) regions
+  (`tflite_patterns/control.py`); the ops of a region are lowered before the op holding it.
 """
 
 from __future__ import annotations
@@ -66,8 +68,14 @@ def _is_storage(value: SSAValue, qtype: UniformQuantizedType) -> bool:
     return isinstance(t, TensorType) and t.get_element_type() == qtype.storage_type
 
 
-def tflite_ops(module: ModuleOp | Operation) -> list[tflite.TFLiteOperation]:
-    return [op for op in module.walk() if isinstance(op, tflite.TFLiteOperation)]
+def tflite_ops(module: ModuleOp | Operation) -> list[Operation]:
+    """The TFLite ops to lower, those inside an IF / WHILE's regions before the op (so its
+    pattern moves regions of core ops)."""
+    return [
+        op
+        for op in module.walk(region_first=True)
+        if isinstance(op, tflite.TFLiteOperation | tflite.YieldOp)
+    ]
 
 
 def operator(op: Operation) -> str:
@@ -98,12 +106,15 @@ def _dequantized(fallback: driver.Fallback, op: Operation, b: Any) -> Sequence[S
 def lower_function(function: func.FuncOp, keep_dynamic: bool, **options: Any) -> None:
     block = function.body.block
     qtypes: dict[SSAValue, UniformQuantizedType] = {}
-    for arg in block.args:
-        qtype = _qtype(arg)
-        Rewriter.replace_value_with_new_type(arg, _storage(arg.type, not keep_dynamic))
-        if qtype is not None:
-            qtypes[block.args[arg.index]] = qtype
-    for op in list(block.ops):
+    blocks = [block, *(r.block for op in function.walk() for r in op.regions if op is not function)]
+    for inner in blocks:  # @main's arguments, and the regions' (IF / WHILE subgraphs)
+        for arg in list(inner.args):
+            qtype = _qtype(arg)
+            static = inner is block and not keep_dynamic
+            Rewriter.replace_value_with_new_type(arg, _storage(arg.type, static))
+            if qtype is not None:
+                qtypes[inner.args[arg.index]] = qtype
+    for op in list(function.walk()):
         if isinstance(op, tflite.ConstOp):
             qtype = _qtype(op.output)
             constant = ConstantOp.create(
@@ -134,7 +145,7 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool, **options: Any) ->
         finish=finish,
         **options,
     )
-    for op in reversed(list(block.ops)):  # constants left unused by folding
+    for op in reversed(list(function.walk())):  # constants left unused by folding
         if isinstance(op, tflite.NoValueOp | ConstantOp) and not op.results[0].uses:
             Rewriter.erase_op(op)
     update_signature(function)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from mlconv.passes.lowering import Pattern
 from mlconv.passes.lowering import lowering as _lowering
 
-FAMILIES = ("nn", "elementwise", "image", "tensor")
+FAMILIES = ("nn", "elementwise", "image", "tensor", "control")
 
 
 def lowering(*operators: str) -> Callable[[Pattern], Pattern]:

@@ -114,3 +114,48 @@ func.func @main(%x: tensor<1x2x3x2xf32>, %d: tensor<4x2xf32>, %ids: tensor<4xi32
   %p = "tflite.UNSORTED_SEGMENT_PROD"(%d, %ids, %n) {version = 1 : i32} : (tensor<4x2xf32>, tensor<4xi32>, tensor<i32>) -> tensor<3x2xf32>
   func.return %y, %p : tensor<1x3x5x2xf32>, tensor<3x2xf32>
 }
+
+// -----
+
+// IF -> core.If (the regions moved, lowered first); WHILE -> core.Loop without a trip count,
+// its cond inlined before the loop and at the end of the body.
+// CHECK-LABEL: func.func @control_flow
+// CHECK:         %[[R:.*]] = "core.If"(%{{.*}}, %{{.*}}) ({
+// CHECK-NEXT:    ^{{.*}}(%[[A:.*]]: tensor<?x4xf32>):
+// CHECK-NEXT:      core.Yield %[[A]] : tensor<?x4xf32>
+// CHECK:           %[[N:.*]] = "core.Negative"
+// CHECK-NEXT:      core.Yield %[[N]] : tensor<?x4xf32>
+// CHECK:         %[[I0:.*]] = core.Constant {value = dense<0> : tensor<i32>}
+// CHECK:         %[[GO:.*]] = "core.Less"(%[[I0]], %{{.*}})
+// CHECK:         "core.Loop"(%{{.*}}, %[[GO]], %[[I0]], %[[R]]) <{operandSegmentSizes = array<i32: 1, 1, 2, 0>}> ({
+// CHECK-NEXT:    ^{{.*}}(%{{.*}}: tensor<i64>, %{{.*}}: tensor<i1>, %[[I:.*]]: tensor<i32>, %[[W:.*]]: tensor<?x4xf32>):
+// CHECK:           %[[I1:.*]] = "core.Add"(%[[I]], %{{.*}})
+// CHECK:           %[[W1:.*]] = "core.Add"(%[[W]], %[[W]])
+// CHECK:           %[[AGAIN:.*]] = "core.Less"(%[[I1]], %{{.*}})
+// CHECK-NEXT:      core.Yield %[[AGAIN]], %[[I1]], %[[W1]] : tensor<i1>, tensor<i32>, tensor<?x4xf32>
+// CHECK-NEXT:    }) {max_iterations = -1 : i64}
+// CHECK-NOT:     tflite.
+func.func @control_flow(%c: tensor<i1>, %x: tensor<?x4xf32>) -> (tensor<i32>, tensor<?x4xf32>) {
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<?x4xf32>):
+    "tflite.YIELD"(%a) : (tensor<?x4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<?x4xf32>):
+    %n = "tflite.NEG"(%a) {version = 1 : i32} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+    "tflite.YIELD"(%n) : (tensor<?x4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<i1>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %i0 = "tflite.CONST"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+  %n, %v = "tflite.WHILE"(%i0, %r) ({
+  ^bb0(%i: tensor<i32>, %w: tensor<?x4xf32>):
+    %ten = "tflite.CONST"() {value = dense<10> : tensor<i32>} : () -> tensor<i32>
+    %lt = "tflite.LESS"(%i, %ten) {version = 1 : i32} : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    "tflite.YIELD"(%lt) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%i: tensor<i32>, %w: tensor<?x4xf32>):
+    %one = "tflite.CONST"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>
+    %i1 = "tflite.ADD"(%i, %one) {fused_activation_function = "NONE", version = 1 : i32} : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    %w1 = "tflite.ADD"(%w, %w) {fused_activation_function = "NONE", version = 1 : i32} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    "tflite.YIELD"(%i1, %w1) : (tensor<i32>, tensor<?x4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<i32>, tensor<?x4xf32>) -> (tensor<i32>, tensor<?x4xf32>)
+  func.return %n, %v : tensor<i32>, tensor<?x4xf32>
+}

@@ -78,3 +78,133 @@ func.func @custom_code_is_a_builtin(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %y = "tflite.CUSTOM"(%x) {custom_code = "RELU", custom_options = {}, version = 1 : i32} : (tensor<2x4xf32>) -> tensor<2x4xf32>
   func.return %y : tensor<2x4xf32>
 }
+
+// -----
+
+func.func @if_condition_not_boolean(%c: tensor<f32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.IF' op the condition (input #0) must be a boolean tensor}}
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @if_region_without_yield(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.IF' op region 'else_branch' must end with tflite.YIELD}}
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    core.Yield %a : tensor<4xf32>
+  }) {version = 1 : i32} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @if_argument_count(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.IF' op region 'then_branch' has 2 arguments for 1 inputs}}
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @if_argument_element_type(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.IF' op region 'then_branch': argument #0 has element type i32, its input f32}}
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<4xi32>):
+    "tflite.YIELD"(%x) : (tensor<4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @if_yield_count(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.IF' op region 'else_branch' yields 2 values for 1 results}}
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @if_yield_element_type(%c: tensor<i1>, %x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.IF' op region 'then_branch' yields i32 for a f32 result}}
+  %r = "tflite.IF"(%c, %x) ({
+  ^bb0(%a: tensor<4xf32>):
+    %z = "tflite.CONST"() {value = dense<0> : tensor<4xi32>} : () -> tensor<4xi32>
+    "tflite.YIELD"(%z) : (tensor<4xi32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @while_result_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.WHILE' op has 2 results for 1 inputs (one per value)}}
+  %r, %s = "tflite.WHILE"(%x) ({
+  ^bb0(%a: tensor<4xf32>):
+    %t = "tflite.CONST"() {value = dense<true> : tensor<i1>} : () -> tensor<i1>
+    "tflite.YIELD"(%t) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @while_cond_not_boolean(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.WHILE' op region 'cond' must yield a boolean tensor}}
+  %r = "tflite.WHILE"(%x) ({
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    "tflite.YIELD"(%a) : (tensor<4xf32>) -> ()
+  }) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @while_body_element_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tflite.WHILE' op region 'body' yields i32 for a f32 value}}
+  %r = "tflite.WHILE"(%x) ({
+  ^bb0(%a: tensor<4xf32>):
+    %t = "tflite.CONST"() {value = dense<true> : tensor<i1>} : () -> tensor<i1>
+    "tflite.YIELD"(%t) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    %z = "tflite.CONST"() {value = dense<0> : tensor<4xi32>} : () -> tensor<4xi32>
+    "tflite.YIELD"(%z) : (tensor<4xi32>) -> ()
+  }) {version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
