@@ -332,6 +332,26 @@ def test_if_and_while_match_tensorflow(control_model):
         assert_matches(run(x), expected, names)
 
 
+def test_convert_refuses_control_flow_over_a_none_batch(control_model, tmp_path):
+    """mlconv-convert with a `tpu_func` alias and a `None` batch: the symbolic export cannot
+    carry control flow over symbolic shapes yet; one line naming the op, nothing written."""
+    import subprocess
+
+    folder, _, _ = control_model
+    out = tmp_path / "out"
+    options = 'tpu_functions {\n  function_alias: "tpu_func"\n}\n'
+    result = subprocess.run(
+        ["mlconv-convert", folder, "-o", str(out), "--quiet"]
+        + ["--converter-options-string", options],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    line = result.stderr.strip().splitlines()[-1]  # before it: TensorFlow's start-up lines
+    assert "error: 'tpu.cond' op is control flow over values of symbolic shape" in line, line
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
 # --------------------------------------------------------------------------- Keras RNNs (item 4)
 
 
