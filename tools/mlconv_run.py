@@ -5,6 +5,8 @@
     mlconv-run model.onnx --compare-with-source --per-layer [--json]
     mlconv-opt in.mlir -p core-fuse | mlconv-run - --interpret --inputs x.npz --print-outputs
     mlconv-run converted/ --serve --port 8500      # HTTP, batching (converter/serving.py)
+    mlconv-run sharded/ --inputs x.npz --outputs y.npz --coordinator host0:1234 \
+        --num-processes 2 --process-id 0           # one of N jax.distributed processes
 
 The .npz keys are the model's input names (`np.savez(f, x=...)`); positional `arr_0, arr_1, ...`
 (`np.savez(f, a, b)`) are accepted too. Outputs are written under the model's output names.
@@ -125,6 +127,25 @@ def make_parser() -> ToolArgumentParser:
     parser.add_argument(
         "--read-timeout", type=float, default=10.0, metavar="SECONDS",
         help="with --serve: the longest wait for one read from a client's socket",
+    )  # fmt: skip
+    parser.add_argument(
+        "--distributed", action="store_true",
+        help="run as one process of a jax.distributed job whose coordinator, process count and "
+        "id JAX detects from the environment (SLURM, Open MPI, Cloud TPU, ...): every process "
+        "reads the same --inputs, process 0 alone prints/writes the outputs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--coordinator", metavar="HOST:PORT",
+        help="as --distributed, with the coordinator's address given (process 0 listens on it); "
+        "needs --num-processes and --process-id",
+    )  # fmt: skip
+    parser.add_argument(
+        "--num-processes", type=int, default=None, metavar="N",
+        help="with --coordinator: the number of processes",
+    )  # fmt: skip
+    parser.add_argument(
+        "--process-id", type=int, default=None, metavar="I",
+        help="with --coordinator: this process's id, 0..N-1",
     )  # fmt: skip
     parser.add_argument(
         "--input-shapes",
@@ -308,6 +329,7 @@ def _run(argv: list[str] | None) -> int:
         raise OptionError("--per-layer goes with --compare-with-source")
     if args.json and args.print_outputs:
         raise OptionError("--json and --print-outputs both write to stdout: give one")
+    distributed = _distributed_options(args)
     if args.serve:
         return _serve(args)
     if not args.compare_with_source:
@@ -328,6 +350,9 @@ def _run(argv: list[str] | None) -> int:
     if args.compare_with_source:
         return _compare(args, arrays)
     assert arrays is not None
+    leader = True
+    if distributed is not None:
+        leader = _initialize_distributed(distributed) == 0
 
     path = "<stdin>" if args.model == "-" else args.model
     model: Any = args.model
@@ -378,6 +403,8 @@ def _run(argv: list[str] | None) -> int:
         results = [np.asarray(r) for r in compiled(*inputs)]
     except MlconvError as error:
         raise ToolFailure([render(error, path)]) from None
+    if not leader:
+        return 0
     if args.outputs is not None:
         write_outputs(args.outputs, results, output_names)
     if args.print_outputs:
@@ -385,6 +412,71 @@ def _run(argv: list[str] | None) -> int:
     if args.json:
         sys.stdout.write(json.dumps(run_report(compiled)) + "\n")
     return 0
+
+
+def _distributed_options(args: Any) -> dict[str, Any] | None:
+    """`jax.distributed.initialize`'s arguments from --distributed / --coordinator
+    --num-processes --process-id ({} for JAX's detection), None without them."""
+    given = [
+        flag
+        for flag, value in (
+            ("--coordinator", args.coordinator),
+            ("--num-processes", args.num_processes),
+            ("--process-id", args.process_id),
+        )
+        if value is not None
+    ]
+    if not given and not args.distributed:
+        return None
+    for flag, on in (
+        ("--serve", args.serve),
+        ("--compare-with-source", args.compare_with_source),
+        ("--interpret", args.interpret),
+    ):
+        if on:
+            raise OptionError(f"{flag} does not run under jax.distributed: drop {flag}")
+    if args.distributed:
+        if given:
+            raise OptionError(
+                f"--distributed takes the job from the environment: drop {', '.join(given)} "
+                "(or drop --distributed and give all three)"
+            )
+        return {}
+    if len(given) != 3:
+        missing = [
+            f for f in ("--coordinator", "--num-processes", "--process-id") if f not in given
+        ]
+        raise OptionError(f"{given[0]} needs {' and '.join(missing)}")
+    host, sep, port = args.coordinator.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise OptionError(f"--coordinator {args.coordinator}: expected HOST:PORT")
+    if args.num_processes < 1:
+        raise OptionError(f"--num-processes {args.num_processes}: expected at least 1")
+    if not 0 <= args.process_id < args.num_processes:
+        raise OptionError(f"--process-id {args.process_id}: expected 0..{args.num_processes - 1}")
+    return {
+        "coordinator_address": args.coordinator,
+        "num_processes": args.num_processes,
+        "process_id": args.process_id,
+    }
+
+
+def _initialize_distributed(options: dict[str, Any]) -> int:
+    """Join the jax.distributed job (gloo collectives on the CPU); this process's index."""
+    import jax
+
+    try:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except (AttributeError, ValueError):  # a jax without the option: its default
+        pass
+    try:
+        jax.distributed.initialize(**options)
+    except Exception as error:  # noqa: BLE001 - JAX's detection/connection errors
+        detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ToolFailure(
+            [f"{PROG}: error: cannot join the jax.distributed job: {detail}"]
+        ) from None
+    return jax.process_index()
 
 
 def run_report(compiled: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """One sharded artifact over two JAX processes (issue 32): `mlconv.load(OUTDIR)` under
 `jax.distributed`, 2 processes x 4 forced CPU devices with gloo collectives, against the same
-artifact in one process with 8 devices; and a peer that exits makes the other's next call
-fail at once, not hang (~85 s wall on the loaded 2-core machine, ~28 s CPU)."""
+artifact in one process with 8 devices; the same by `mlconv-run --coordinator --num-processes
+--process-id`; and a peer that exits makes the other's next call fail at once, not hang (~85 s wall on the loaded 2-core machine, ~28 s CPU)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ onnx.save(cnn_model(), "m.onnx")
 convert("m.onnx", "sharded", sharding_options(8, [2, 2, 1, 2], DF_2X2), quiet=True)
 x = np.random.default_rng(22).standard_normal(X_SHAPE).astype(np.float32)
 np.save("x.npy", x)
+np.savez("x.npz", x)
 np.save("y1.npy", mlconv.load("sharded")(x)[0])
 """
 
@@ -92,13 +93,22 @@ def _pair(folder, kill: bool) -> list[list[dict]]:
     return lines
 
 
-def test_two_processes_of_four_devices_equal_one_process_and_a_dead_peer_fails_fast(tmp_path):
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    """A folder with the 8-device artifact `sharded`, x.npy/x.npz and its 1-process y1.npy."""
+    folder = tmp_path_factory.mktemp("multihost")
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
            "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-c", CONVERT], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+        [sys.executable, "-c", CONVERT], cwd=folder, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+def test_two_processes_of_four_devices_equal_one_process_and_a_dead_peer_fails_fast(sharded):
+    tmp_path = sharded
     single = np.load(tmp_path / "y1.npy")
     for (line,) in _pair(tmp_path, kill=False):
         assert (line["devices"], line["local"]) == (8, 4)
@@ -108,3 +118,67 @@ def test_two_processes_of_four_devices_equal_one_process_and_a_dead_peer_fails_f
     first, second = _pair(tmp_path, kill=True)
     assert len(second) == 1  # process 1 answered once and exited
     assert first[1]["second"] != "returned" and first[1]["after_s"] < 30, first[1]
+
+
+def test_mlconv_run_in_two_processes_equals_one_process(sharded):
+    """`mlconv-run OUTDIR --coordinator --num-processes --process-id`: both read the same
+    x.npz, process 0 alone writes; its output equals the 1-process run."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
+    port = _port()
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mlconv.tools.mlconv_run",
+                "sharded",
+                "--inputs",
+                "x.npz",
+                "--outputs",
+                f"cli{i}.npz",
+                "--coordinator",
+                f"127.0.0.1:{port}",
+                "--num-processes",
+                "2",
+                "--process-id",
+                str(i),
+            ],
+            cwd=sharded,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    try:
+        for process in processes:
+            out, err = process.communicate(timeout=240)  # a hang fails here
+            assert process.returncode == 0, err[-2000:]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    assert not (sharded / "cli1.npz").exists()  # process 1 writes nothing
+    with np.load(sharded / "cli0.npz") as npz:
+        (y,) = [npz[k] for k in npz.files]
+    np.testing.assert_allclose(y, np.load(sharded / "y1.npy"), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--coordinator", "h:1"], "--coordinator needs --num-processes and --process-id"),
+        (["--coordinator", "h", "--num-processes", "2", "--process-id", "0"], "HOST:PORT"),
+        (["--coordinator", "h:1", "--num-processes", "2", "--process-id", "2"], "0..1"),
+        (["--distributed", "--process-id", "0"], "drop --process-id"),
+        (["--distributed", "--serve"], "--serve does not run under jax.distributed"),
+    ],
+)
+def test_mlconv_run_refuses_bad_distributed_flags_in_one_line(flags, message, capsys):
+    from mlconv.tools.mlconv_run import main
+
+    assert main(["sharded", "--inputs", "x.npz", "--outputs", "y.npz", *flags]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
