@@ -284,7 +284,14 @@ class WeightBoundCall:
         self.weights = [jax.device_put(w, s) for w, s in zip(weights, shardings, strict=True)]
 
     def __call__(self, *inputs: Any) -> Any:
-        return self.call(*inputs, *self.weights)
+        results = self.call(*inputs, *self.weights)
+        if all(r.is_fully_addressable or r.is_fully_replicated for r in results):
+            return results
+        # under jax.distributed an output XLA left sharded (not replicated) spans other
+        # processes' devices: gathered whole on every process (a collective, in lock step)
+        from jax.experimental import multihost_utils
+
+        return tuple(multihost_utils.process_allgather(r, tiled=True) for r in results)
 
 
 def _topology(serialized: bytes) -> tuple[list[int], list[tuple[int, ...]]]:

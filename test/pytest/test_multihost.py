@@ -1,7 +1,8 @@
 """One sharded artifact over two JAX processes (issue 32): `mlconv.load(OUTDIR)` under
 `jax.distributed`, 2 processes x 4 forced CPU devices with gloo collectives, against the same
 artifact in one process with 8 devices; the same by `mlconv-run --coordinator --num-processes
---process-id`; and a peer that exits makes the other's next call fail at once, not hang (~85 s wall on the loaded 2-core machine, ~28 s CPU)."""
+--process-id`; a transformer block whose output XLA leaves sharded; and a peer that exits
+makes the other's next call fail at once, not hang (~35 s wall for the file at load ~1-2)."""
 
 from __future__ import annotations
 
@@ -27,17 +28,24 @@ x = np.random.default_rng(22).standard_normal(X_SHAPE).astype(np.float32)
 np.save("x.npy", x)
 np.savez("x.npz", x)
 np.save("y1.npy", mlconv.load("sharded")(x)[0])
+from test_multihost import transformer_block
+onnx.save(transformer_block(), "t.onnx")
+convert("t.onnx", "block", sharding_options(8, [2, 2, 1, 2], DF_2X2), quiet=True)
+t = np.random.default_rng(23).standard_normal((2, 8, 32)).astype(np.float32)
+np.save("t.npy", t)
+np.save("t1.npy", mlconv.load("block")(t)[0])
 """
 
 PROCESS = """
 import json, os, sys, time, numpy as np, jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 pid, port, kill = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+folder, inputs = sys.argv[4:6]
 jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=pid,
                            initialization_timeout=120, heartbeat_timeout_seconds=10)
 import mlconv
-x = np.load("x.npy")
-model = mlconv.load("sharded")
+x = np.load(inputs)
+model = mlconv.load(folder)
 (y,) = model(x)
 (call,) = model._calls.values()
 per_device = {}
@@ -59,19 +67,65 @@ if kill:
 """
 
 
+def transformer_block(seed: int = 24):  # -> onnx.ModelProto
+    """One-head self-attention (q, k, v, o: 32x32) + LayerNorm + ReLU MLP (32x64, 64x32) +
+    LayerNorm over x: (2, 8, 32): every weight's output features divide by 8 devices."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weights = []
+
+    def weight(*shape: int) -> str:
+        name = f"w{len(weights)}"
+        array = (rng.standard_normal(shape) * 0.2).astype(np.float32)
+        weights.append(numpy_helper.from_array(array, name))
+        return name
+
+    scale = numpy_helper.from_array(np.array(32**-0.5, np.float32), "scale")
+    node = helper.make_node
+    nodes = [
+        node("MatMul", ["x", weight(32, 32)], ["q"]),
+        node("MatMul", ["x", weight(32, 32)], ["k"]),
+        node("MatMul", ["x", weight(32, 32)], ["v"]),
+        node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        node("MatMul", ["q", "kt"], ["s0"]),
+        node("Mul", ["s0", "scale"], ["s"]),
+        node("Softmax", ["s"], ["p"], axis=-1),
+        node("MatMul", ["p", "v"], ["a"]),
+        node("MatMul", ["a", weight(32, 32)], ["o"]),
+        node("Add", ["x", "o"], ["r1"]),
+        node("LayerNormalization", ["r1", weight(32), weight(32)], ["h"], axis=-1),
+        node("MatMul", ["h", weight(32, 64)], ["f0"]),
+        node("Add", ["f0", weight(64)], ["f1"]),
+        node("Relu", ["f1"], ["f2"]),
+        node("MatMul", ["f2", weight(64, 32)], ["f3"]),
+        node("Add", ["f3", weight(32)], ["f4"]),
+        node("Add", ["h", "f4"], ["r2"]),
+        node("LayerNormalization", ["r2", weight(32), weight(32)], ["y"], axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 32])],
+        [*weights, scale],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _pair(folder, kill: bool) -> list[list[dict]]:
+def _pair(folder, kill: bool, artifact="sharded", inputs="x.npy") -> list[list[dict]]:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
            "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
     port = _port()
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", PROCESS, str(i), str(port), str(int(kill))],
+            [sys.executable, "-c", PROCESS, str(i), str(port), str(int(kill)), artifact, inputs],
             cwd=folder,
             env=env,
             stdout=subprocess.PIPE,
@@ -182,3 +236,15 @@ def test_mlconv_run_refuses_bad_distributed_flags_in_one_line(flags, message, ca
     assert main(["sharded", "--inputs", "x.npz", "--outputs", "y.npz", *flags]) == 1
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_transformer_block_over_two_processes_equals_one_process(sharded):
+    """Weights sharded along their output features: each device holds whole / 8 (the six
+    matrices; biases and LayerNorm parameters are constants of the program, not weights). The
+    output XLA leaves sharded is gathered whole on both processes."""
+    single = np.load(sharded / "t1.npy")
+    whole = 4 * (4 * 32 * 32 + 2 * 32 * 64)
+    for (line,) in _pair(sharded, kill=False, artifact="block", inputs="t.npy"):
+        assert (line["devices"], line["local"]) == (8, 4)
+        np.testing.assert_allclose(np.array(line["y"], np.float32), single, atol=1e-5)
+        assert set(line["per_device"].values()) == {whole // 8}, (line["per_device"], whole)
