@@ -119,31 +119,51 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _pair(folder, kill: bool, artifact="sharded", inputs="x.npy") -> list[list[dict]]:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
+def _env(devices: int) -> dict[str, str]:
+    """A subprocess's environment: the CPU with `devices` forced devices, this sys.path."""
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}  # fmt: skip
+
+
+def _run_pair(folder, command) -> list[tuple[int, str, str]]:
+    """Processes 0 and 1 of `command(process_id, port)` run together in `folder` (4 devices
+    each, one free coordinator port): (returncode, stdout, stderr) of each. A hang fails at the
+    240 s timeout; a process left running is killed."""
     port = _port()
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", PROCESS, str(i), str(port), str(int(kill)), artifact, inputs],
+            command(i, port),
             cwd=folder,
-            env=env,
+            env=_env(4),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
         for i in range(2)
     ]
-    lines = []
+    results = []
     try:
         for process in processes:
             out, err = process.communicate(timeout=240)  # a hang fails here
-            lines.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
-            assert lines[-1], err[-2000:]
+            results.append((process.returncode, out, err))
     finally:
         for process in processes:
             if process.poll() is None:
                 process.kill()
+    return results
+
+
+def _pair(folder, kill: bool, artifact="sharded", inputs="x.npy") -> list[list[dict]]:
+    results = _run_pair(
+        folder,
+        lambda i, port: [
+            sys.executable, "-c", PROCESS, str(i), str(port), str(int(kill)), artifact, inputs,
+        ],
+    )  # fmt: skip
+    lines = []
+    for _, out, err in results:
+        lines.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
+        assert lines[-1], err[-2000:]
     return lines
 
 
@@ -151,10 +171,8 @@ def _pair(folder, kill: bool, artifact="sharded", inputs="x.npy") -> list[list[d
 def sharded(tmp_path_factory):
     """A folder with the 8-device artifact `sharded`, x.npy/x.npz and its 1-process y1.npy."""
     folder = tmp_path_factory.mktemp("multihost")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-c", CONVERT], cwd=folder, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", CONVERT], cwd=folder, env=_env(8), capture_output=True, text=True,
         timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -177,43 +195,16 @@ def test_two_processes_of_four_devices_equal_one_process_and_a_dead_peer_fails_f
 def test_mlconv_run_in_two_processes_equals_one_process(sharded):
     """`mlconv-run OUTDIR --coordinator --num-processes --process-id`: both read the same
     x.npz, process 0 alone writes; its output equals the 1-process run."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(sys.path),
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}  # fmt: skip
-    port = _port()
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mlconv.tools.mlconv_run",
-                "sharded",
-                "--inputs",
-                "x.npz",
-                "--outputs",
-                f"cli{i}.npz",
-                "--coordinator",
-                f"127.0.0.1:{port}",
-                "--num-processes",
-                "2",
-                "--process-id",
-                str(i),
-            ],
-            cwd=sharded,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for i in range(2)
-    ]
-    try:
-        for process in processes:
-            out, err = process.communicate(timeout=240)  # a hang fails here
-            assert process.returncode == 0, err[-2000:]
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
+    results = _run_pair(
+        sharded,
+        lambda i, port: [
+            sys.executable, "-m", "mlconv.tools.mlconv_run", "sharded",
+            "--inputs", "x.npz", "--outputs", f"cli{i}.npz",
+            "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
+        ],
+    )  # fmt: skip
+    for returncode, _, err in results:
+        assert returncode == 0, err[-2000:]
     assert not (sharded / "cli1.npz").exists()  # process 1 writes nothing
     with np.load(sharded / "cli0.npz") as npz:
         (y,) = [npz[k] for k in npz.files]
