@@ -110,8 +110,14 @@ _RNN_ATTRIBUTES = {
 }
 
 
-def _count(direction):
-    return 2 if direction == "bidirectional" else 1
+def _directions(rnn, per_direction):
+    """From the `_RNN_ATTRIBUTES` values (and `activations`): the number of directions, each
+    direction's `per_direction` activation functions, and the clip applied before them."""
+    count = 2 if rnn["direction"] == "bidirectional" else 1
+    functions = activations_of(
+        rnn["activations"], rnn["activations_alpha"], rnn["activations_beta"], per_direction, count
+    )
+    return count, functions, _clipped(rnn["clip"])
 
 
 @core_op(
@@ -132,24 +138,8 @@ class RNNSequenceOp(CoreOp):
     VERSION = 5
 
     @staticmethod
-    def semantics(
-        X,
-        initial_hidden_state,
-        sequence_lengths,
-        W,
-        R,
-        B,
-        *,
-        hidden_size,
-        direction,
-        activations_alpha,
-        activations_beta,
-        clip,
-        activations,
-    ):
-        count = _count(direction)
-        functions = activations_of(activations, activations_alpha, activations_beta, 1, count)
-        clipped = _clipped(clip)
+    def semantics(X, initial_hidden_state, sequence_lengths, W, R, B, **rnn):
+        count, functions, clipped = _directions(rnn, 1)
 
         def cell(x_t, carry, d):
             (h,) = carry
@@ -158,7 +148,7 @@ class RNNSequenceOp(CoreOp):
             return (h,), h
 
         y, (ho,) = run_sequence(
-            cell, X, (initial_hidden_state,), sequence_lengths, None, direction, count
+            cell, X, (initial_hidden_state,), sequence_lengths, None, rnn["direction"], count
         )
         return y, ho
 
@@ -195,25 +185,10 @@ class GRUSequenceOp(CoreOp):
 
     @staticmethod
     def semantics(
-        X,
-        initial_hidden_state,
-        sequence_lengths,
-        W,
-        R,
-        B,
-        *,
-        hidden_size,
-        direction,
-        activations_alpha,
-        activations_beta,
-        clip,
-        activations,
-        linear_before_reset,
+        X, initial_hidden_state, sequence_lengths, W, R, B, *, linear_before_reset, **rnn
     ):
-        count = _count(direction)
-        functions = activations_of(activations, activations_alpha, activations_beta, 2, count)
-        clipped = _clipped(clip)
-        n = hidden_size
+        count, functions, clipped = _directions(rnn, 2)
+        n = rnn["hidden_size"]
 
         def cell(x_t, carry, d):
             (h,) = carry
@@ -233,7 +208,7 @@ class GRUSequenceOp(CoreOp):
             return (h,), h
 
         y, (ho,) = run_sequence(
-            cell, X, (initial_hidden_state,), sequence_lengths, None, direction, count
+            cell, X, (initial_hidden_state,), sequence_lengths, None, rnn["direction"], count
         )
         return y, ho
 
@@ -266,27 +241,9 @@ class LSTMSequenceOp(CoreOp):
     VERSION = 5
 
     @staticmethod
-    def semantics(
-        X,
-        initial_hidden_state,
-        initial_cell_state,
-        sequence_lengths,
-        W,
-        R,
-        B,
-        P,
-        *,
-        hidden_size,
-        direction,
-        activations_alpha,
-        activations_beta,
-        clip,
-        activations,
-    ):
-        count = _count(direction)
-        functions = activations_of(activations, activations_alpha, activations_beta, 3, count)
-        clipped = _clipped(clip)
-        n = hidden_size
+    def semantics(X, initial_hidden_state, initial_cell_state, sequence_lengths, W, R, B, P, **rnn):
+        count, functions, clipped = _directions(rnn, 3)
+        n = rnn["hidden_size"]
 
         def cell(x_t, carry, d):
             h, c = carry
@@ -311,7 +268,7 @@ class LSTMSequenceOp(CoreOp):
             (initial_hidden_state, initial_cell_state),
             sequence_lengths,
             None,
-            direction,
+            rnn["direction"],
             count,
         )
         return y, ho, co
