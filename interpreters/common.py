@@ -3,13 +3,20 @@ at the op, the recorder of every op's results, and `run_module`, which picks the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.interpreter import Interpreter, OpImplResult, PythonValues
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    OpImplResult,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+)
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
@@ -89,6 +96,37 @@ def check_result(op: Operation, index: int, value: Any) -> np.ndarray:
                 op, f"result {index} has element type {array.dtype}, its type says {declared}"
             )
     return array
+
+
+def checked(op: Operation, results: Iterable[Any]) -> tuple[np.ndarray, ...]:
+    """Every result of `op` through `check_result`."""
+    return tuple(check_result(op, i, r) for i, r in enumerate(results))
+
+
+def yield_operands(
+    ft: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
+) -> tuple[TerminatorValue, PythonValues]:
+    """A region's yield: its operands are the region's results (each level registers it for
+    its own yield op with `impl_terminator`)."""
+    return ReturnedValues(args), ()
+
+
+class LevelFunctions(InterpreterFunctions):
+    """The implementations of one level's ops: each op class in `OPS` runs by `RUN_OP` unless
+    the subclass (decorated with `register_impls`) has an `@impl` of its own for it."""
+
+    OPS: ClassVar[Iterable[type[Operation]]] = ()
+    RUN_OP: ClassVar[Callable[..., OpImplResult]]
+
+    def __init__(self, module: ModuleOp | None = None):
+        self.module = module
+
+    @classmethod
+    def _impls(cls) -> Iterable[tuple[type, Any]]:
+        table = dict(super()._impls())
+        for op_class in cls.OPS:
+            table.setdefault(op_class, cls.RUN_OP)
+        return table.items()
 
 
 LEVELS = ("onnx", "core", "tpu")

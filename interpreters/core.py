@@ -14,18 +14,12 @@ their `semantics` (lax.while_loop / lax.scan over the body ops' own semantics).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
     OpImplResult,
     PythonValues,
-    ReturnedValues,
-    TerminatorValue,
     impl,
     impl_terminator,
     register_impls,
@@ -36,7 +30,7 @@ from mlconv.dialects import core
 from mlconv.dialects.core_base import CoreOp
 from mlconv.dialects.core_control import IfOp, YieldOp
 from mlconv.dialects.core_tensor import ConstantOp
-from mlconv.interpreters.common import check_result
+from mlconv.interpreters.common import LevelFunctions, checked, yield_operands
 from mlconv.semantics.tracing import run_with
 
 
@@ -49,25 +43,16 @@ def run_core_op(
     bound eagerly through JAX. (Calling the semantics on arrays directly gives the same values,
     but JAX then compiles an executable for every primitive of every op at every shape: 30 s
     for a small CNN here.)"""
-    results = run_with(op, values, cached=False)
-    return OpImplResult(tuple(check_result(op, i, r) for i, r in enumerate(results)), None)
+    return OpImplResult(checked(op, run_with(op, values, cached=False)), None)
 
 
 @register_impls
-class CoreFunctions(InterpreterFunctions):
+class CoreFunctions(LevelFunctions):
     """Implementations of every core op (`run_core_op`), with core.Constant, core.If and
     core.Yield written out."""
 
-    def __init__(self, module: ModuleOp | None = None):
-        self.module = module
-
-    @classmethod
-    def _impls(cls) -> Iterable[tuple[type, Any]]:
-        table = dict(super()._impls())
-        for op_class in core.OPS:
-            if issubclass(op_class, CoreOp):
-                table.setdefault(op_class, run_core_op)
-        return table.items()
+    OPS = [op_class for op_class in core.OPS if issubclass(op_class, CoreOp)]
+    RUN_OP = run_core_op
 
     @impl(ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: ConstantOp, args: PythonValues):
@@ -79,11 +64,6 @@ class CoreFunctions(InterpreterFunctions):
         if np.asarray(condition).size != 1:
             raise ValueError(f"condition has {np.asarray(condition).size} elements, expected 1")
         region = op.then_branch if bool(np.asarray(condition).reshape(())) else op.else_branch
-        results = interpreter.run_ssacfg_region(region, captured, "core.If")
-        return tuple(check_result(op, i, r) for i, r in enumerate(results))
+        return checked(op, interpreter.run_ssacfg_region(region, captured, "core.If"))
 
-    @impl_terminator(YieldOp)
-    def run_yield(
-        self, interpreter: Interpreter, op: YieldOp, args: PythonValues
-    ) -> tuple[TerminatorValue, PythonValues]:
-        return ReturnedValues(args), ()
+    run_yield = impl_terminator(YieldOp)(yield_operands)

@@ -16,7 +16,6 @@ first rewritten to the newest opset by ONNX's own version converter (`_evaluator
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -35,11 +34,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.interpreter import (
     Interpreter,
-    InterpreterFunctions,
     OpImplResult,
     PythonValues,
-    ReturnedValues,
-    TerminatorValue,
     impl,
     impl_terminator,
     register_impls,
@@ -51,7 +47,7 @@ from mlconv.dialects import onnx as onnx_dialect
 from mlconv.dialects.core_custom import ATTRS
 from mlconv.dialects.segments import operand_groups, result_groups
 from mlconv.errors import BackendError
-from mlconv.interpreters.common import check_result
+from mlconv.interpreters.common import LevelFunctions, checked, yield_operands
 
 _TYPES = {
     "INT": onnx.AttributeProto.INT,
@@ -179,30 +175,25 @@ def run_onnx_op(
     node, positions = node_proto(op, version)
     feeds = {f"i{p}": np.asarray(values[p]) for p in positions if p >= 0}
     results = _evaluator(node.SerializeToString(), version).run(None, feeds)
-    results = results[: len(op.results)]
-    return OpImplResult(tuple(check_result(op, i, r) for i, r in enumerate(results)), None)
+    return OpImplResult(checked(op, results[: len(op.results)]), None)
 
 
 @register_impls
-class OnnxFunctions(InterpreterFunctions):
+class OnnxFunctions(LevelFunctions):
     """Implementations of every onnx-dialect op (`run_onnx_op`), onnx.If and onnx.Yield."""
 
-    def __init__(self, module: ModuleOp | None = None):
-        self.opset = module_opset(module)
+    OPS = list(onnx_dialect.OPS.values())
+    RUN_OP = run_onnx_op
 
-    @classmethod
-    def _impls(cls) -> Iterable[tuple[type, Any]]:
-        table = dict(super()._impls())
-        for op_class in onnx_dialect.OPS.values():
-            table.setdefault(op_class, run_onnx_op)
-        return table.items()
+    def __init__(self, module: ModuleOp | None = None):
+        super().__init__(module)
+        self.opset = module_opset(module)
 
     @impl(onnx_dialect.IfOp)
     def run_if(self, interpreter: Interpreter, op: Any, args: PythonValues):
         condition = np.asarray(args[0])
         region = op.regions[0] if bool(condition.reshape(())) else op.regions[1]
-        results = interpreter.run_ssacfg_region(region, (), "onnx.If")
-        return tuple(check_result(op, i, r) for i, r in enumerate(results))
+        return checked(op, interpreter.run_ssacfg_region(region, (), "onnx.If"))
 
     @impl(onnx_dialect.CustomOp)
     def run_custom(self, interpreter: Interpreter, op: Any, args: PythonValues):
@@ -220,7 +211,7 @@ class OnnxFunctions(InterpreterFunctions):
         )
         arrays = [np.asarray(a) for a in args]
         outputs = custom_ops.custom_call(arrays, domain, op_type, ATTRS.decode(op.attrs), declared)
-        return tuple(check_result(op, i, np.asarray(r)) for i, r in enumerate(outputs))
+        return checked(op, outputs)
 
     @impl(onnx_dialect.DropoutOp)
     def run_dropout(self, interpreter: Interpreter, op: Any, args: PythonValues):
@@ -238,10 +229,6 @@ class OnnxFunctions(InterpreterFunctions):
             raise BackendError.at(op, "in training mode is random: it has no reference value")
         data = np.asarray(args[0])
         outputs = (data, np.ones(data.shape, dtype=bool))[: len(op.results)]
-        return tuple(check_result(op, i, r) for i, r in enumerate(outputs))
+        return checked(op, outputs)
 
-    @impl_terminator(onnx_dialect.YieldOp)
-    def run_yield(
-        self, interpreter: Interpreter, op: onnx_dialect.YieldOp, args: PythonValues
-    ) -> tuple[TerminatorValue, PythonValues]:
-        return ReturnedValues(args), ()
+    run_yield = impl_terminator(onnx_dialect.YieldOp)(yield_operands)

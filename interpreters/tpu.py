@@ -11,18 +11,14 @@ runs its body in place; `tpu.cond` runs the branch its index selects, `tpu.while
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
     OpImplResult,
     PythonValues,
-    ReturnedValues,
-    TerminatorValue,
     impl,
     impl_terminator,
     register_impls,
@@ -30,7 +26,7 @@ from xdsl.interpreter import (
 
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
-from mlconv.interpreters.common import check_result
+from mlconv.interpreters.common import LevelFunctions, checked, yield_operands
 from mlconv.semantics.jaxpr_numpy import NUMPY_PRIMITIVES
 
 
@@ -55,8 +51,7 @@ def evaluate_primitive(op: tpu.PrimitiveOp, values: PythonValues) -> list[Any]:
 def run_primitive(
     ft: InterpreterFunctions, interpreter: Interpreter, op: tpu.PrimitiveOp, values: PythonValues
 ) -> OpImplResult:
-    results = evaluate_primitive(op, values)
-    return OpImplResult(tuple(check_result(op, i, r) for i, r in enumerate(results)), None)
+    return OpImplResult(checked(op, evaluate_primitive(op, values)), None)
 
 
 def _value(attr: Any) -> int:
@@ -64,18 +59,11 @@ def _value(attr: Any) -> int:
 
 
 @register_impls
-class TpuFunctions(InterpreterFunctions):
+class TpuFunctions(LevelFunctions):
     """Implementations of every tpu primitive op (`run_primitive`) and the structural ops."""
 
-    def __init__(self, module: ModuleOp | None = None):
-        self.module = module
-
-    @classmethod
-    def _impls(cls) -> Iterable[tuple[type, Any]]:
-        table = dict(super()._impls())
-        for op_class in tpu.PRIMITIVE_OPS.values():
-            table.setdefault(op_class, run_primitive)
-        return table.items()
+    OPS = list(tpu.PRIMITIVE_OPS.values())
+    RUN_OP = run_primitive
 
     @impl(tpu.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: tpu.ConstantOp, args: PythonValues):
@@ -94,8 +82,7 @@ class TpuFunctions(InterpreterFunctions):
     def run_cond(self, interpreter: Interpreter, op: tpu.CondOp, args: PythonValues):
         count = len(op.branches)
         index = min(max(int(np.asarray(args[0]).reshape(())), 0), count - 1)  # lax.switch clamps
-        results = interpreter.run_ssacfg_region(op.branches[index], args[1:], "tpu.cond")
-        return tuple(check_result(op, i, r) for i, r in enumerate(results))
+        return checked(op, interpreter.run_ssacfg_region(op.branches[index], args[1:], "tpu.cond"))
 
     @impl(tpu.WhileOp)
     def run_while(self, interpreter: Interpreter, op: tpu.WhileOp, args: PythonValues):
@@ -104,7 +91,7 @@ class TpuFunctions(InterpreterFunctions):
         carry = tuple(args[cond_n + body_n :])
         while bool(np.asarray(interpreter.run_ssacfg_region(op.cond, (*cond_consts, *carry))[0])):
             carry = tuple(interpreter.run_ssacfg_region(op.body, (*body_consts, *carry)))
-        return tuple(check_result(op, i, r) for i, r in enumerate(carry))
+        return checked(op, carry)
 
     @impl(tpu.ScanOp)
     def run_scan(self, interpreter: Interpreter, op: tpu.ScanOp, args: PythonValues):
@@ -129,10 +116,6 @@ class TpuFunctions(InterpreterFunctions):
                 ys.append(
                     np.zeros(result_type.get_shape(), numpy_dtype(result_type.get_element_type()))
                 )
-        return tuple(check_result(op, i, r) for i, r in enumerate([*carry, *ys]))
+        return checked(op, [*carry, *ys])
 
-    @impl_terminator(tpu.YieldOp)
-    def run_yield(
-        self, interpreter: Interpreter, op: tpu.YieldOp, args: PythonValues
-    ) -> tuple[TerminatorValue, PythonValues]:
-        return ReturnedValues(args), ()
+    run_yield = impl_terminator(tpu.YieldOp)(yield_operands)
