@@ -33,8 +33,8 @@ OUT=${OUT:-$ROOT/bench/mutation-out}
 PYTEST="$PY -m pytest -q -x -p no:cacheprovider ${PYTEST_ARGS:-}"
 
 # module name | file (relative to the root) | tests that cover it
-declare -A FILE TESTS
-add() { FILE[$1]=$2; TESTS[$1]=$3; }
+declare -A FILE TESTS LIT
+add() { FILE[$1]=$2; TESTS[$1]=$3; LIT[$1]=${4:-}; }  # 4th: lit tests run after pytest
 add batcher          converter/batcher.py                   "test/pytest/test_batching.py test/pytest/test_mlconv_convert.py::test_batching_needs_functions_converted_for_one_row"
 add serving          converter/serving.py                   "test/pytest/test_serving_limits.py"
 add artifact         converter/artifact.py                  "test/pytest/test_artifact_trust.py test/pytest/test_artifact_host_part.py"
@@ -42,8 +42,8 @@ add sharding         converter/sharding.py                  "test/pytest/test_sh
 add openvino_ir      backends/openvino_ir.py               "test/pytest/test_openvino_ir.py test/pytest/test_openvino_ir_trust.py"
 add openvino_layers  backends/openvino_layers.py           "test/pytest/test_openvino_ir.py test/pytest/test_openvino_oracle.py"
 add core_quantize    passes/core_quantize.py               "test/pytest/test_quantization.py"
-add tpu_quantize     passes/tpu_quantize.py                "test/pytest/test_quantization.py"
-add core_fusions     passes/core_fusions/linear.py         "test/pytest/test_core_fusions.py"
+add tpu_quantize     passes/tpu_quantize.py                "test/pytest/test_quantization.py -k \"tpu_quantize or runs_in_openvino\"" test/filecheck/passes/tpu-quantize
+add core_fusions     passes/core_fusions                   "test/pytest/test_core_fusions.py -k \"small_variances or lit_case\"" test/filecheck/passes/core-fuse
 add check_numerics   interpreters/check_numerics.py               "test/pytest/test_check_numerics.py"
 add compare_source   verify/compare_source.py               "test/pytest/test_compare_source.py"
 # the options' parsing and checks (the conversions of test_mlconv_convert.py and the 15 s
@@ -64,14 +64,16 @@ cd "$SCRATCH/mlconv"
 
 for m in "${MODULES[@]}"; do
   f=${MODULE_FILE:-${FILE[$m]:?unknown module $m}}  # MODULE_FILE: the path at AT, if moved since
-  [ -f "$f" ] || { echo "$m: $f not found (moved?)"; continue; }
+  [ -e "$f" ] || { echo "$m: $f not found (moved?)"; continue; }
   cfg=$SCRATCH/$m.toml db=$OUT/$m.sqlite
+  # the test command as a script: pytest, then the module's lit tests (lit pins pass rewrites)
+  printf '%s\n' "set -e" "$PYTEST ${TESTS[$m]}" "${LIT[$m]:+lit -q ${LIT[$m]}}" > "$SCRATCH/$m.sh"
   cat > "$cfg" <<TOML
 [cosmic-ray]
 module-path = "$f"
 timeout = $TIMEOUT
 excluded-modules = []
-test-command = '$PYTEST ${TESTS[$m]}'  # a TOML literal string: PYTEST_ARGS may hold double quotes
+test-command = "bash $SCRATCH/$m.sh"
 [cosmic-ray.distributor]
 name = "local"
 TOML
