@@ -90,7 +90,7 @@ PYEOF
   cosmic-ray init "$cfg" "$db" >/dev/null
   # keep a seeded random sample of the mutants; the others are marked skipped
   $PY - "$db" "$SAMPLE" "$SEED" <<'PYEOF'
-import random, sys
+import ast, random, sys
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import WorkResult, WorkerOutcome
 db_path, sample, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -99,13 +99,43 @@ with use_db(db_path, WorkDB.Mode.open) as db:
     # mutants in another session (TESTS_FROM) and across a move of the file
     items = sorted(
         db.work_items,
-        key=lambda i: [(m.operator_name, m.occurrence, tuple(m.start_pos)) for m in i.mutations],
+        key=lambda i: [
+            (str(m.module_path), m.operator_name, m.occurrence, tuple(m.start_pos))
+            for m in i.mutations
+        ],
     )
-    keep = {i.job_id for i in random.Random(seed).sample(items, min(sample, len(items)))}
+    # a mutant inside an annotation of a module with `from __future__ import annotations` is
+    # equivalent by construction (annotations are never evaluated): left out of the sample
+    spans = {}
+    for path in {m.module_path for i in items for m in i.mutations}:
+        tree = ast.parse(open(path).read())
+        future = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__"
+            and any(a.name == "annotations" for a in n.names) for n in tree.body
+        )
+        notes = [
+            n.annotation if isinstance(n, (ast.arg, ast.AnnAssign)) else n.returns
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.arg, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        spans[path] = [
+            ((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset))
+            for a in notes if future and a is not None
+        ]
+
+    def annotation(item):
+        return all(
+            any(lo <= tuple(m.start_pos) and tuple(m.end_pos) <= hi for lo, hi in spans[m.module_path])
+            for m in item.mutations
+        )
+
+    candidates = [i for i in items if not annotation(i)]
+    keep = {i.job_id for i in random.Random(seed).sample(candidates, min(sample, len(candidates)))}
     for item in items:
         if item.job_id not in keep:
             db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
-    print(f"{len(items)} mutants, {len(keep)} sampled")
+    print(f"{len(items)} mutants, {len(items) - len(candidates)} in annotations (equivalent), "
+          f"{len(keep)} sampled")
 PYEOF
   fi
   start=$(date +%s)
