@@ -338,3 +338,22 @@ def test_openvino_runs_asymmetric_pads_strides_and_dilations_as_onnxruntime():
     (got,) = run(x=x)
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_sequence_without_lengths_needs_a_static_batch(tmp_path):
+    """OpenVINO's RNNSequence-5 needs sequence_lengths; written as a constant [batch] of the
+    sequence length, which a dynamic batch cannot give: one line naming why (not numpy's
+    "negative dimensions" from np.full((-1,), ...))."""
+    from mlconv.frontends.load import parse_mlir_file
+
+    source = tmp_path / "rnn.mlir"
+    source.write_text(
+        "func.func @main(%x: tensor<?x2x5xf32>, %h0: tensor<?x1x4xf32>, %w: tensor<1x4x5xf32>,"
+        " %r: tensor<1x4x4xf32>, %b: tensor<1x4xf32>) -> tensor<?x1x2x4xf32> {\n"
+        '  %y, %h = "core.RNNSequence"(%x, %h0, %w, %r, %b) {hidden_size = 4 : i64}'
+        " : (tensor<?x2x5xf32>, tensor<?x1x4xf32>, tensor<1x4x5xf32>, tensor<1x4x4xf32>,"
+        ' tensor<1x4xf32>) -> (tensor<?x1x2x4xf32>, tensor<?x1x4xf32>) loc("rnn")\n'
+        "  func.return %y : tensor<?x1x2x4xf32>\n}\n"
+    )
+    with pytest.raises(BackendError, match="batch and sequence sizes must be static"):
+        to_openvino_ir(parse_mlir_file(source))

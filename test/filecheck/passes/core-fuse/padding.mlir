@@ -18,6 +18,23 @@ func.func @pad_into_convolution(%x: tensor<1x2x8x8xf32>) -> tensor<1x4x4x4xf32> 
 
 // -----
 
+// A Pad before a convolution that pads too: the pads add up per side and per axis.
+
+// CHECK-LABEL: func.func @pad_into_padded_convolution
+// CHECK:         %[[C:.*]] = "core.Convolution"(%[[X:.*]], %{{.*}}) {strides = array<i64: 1, 1>, pads_begin = array<i64: 2, 4>, pads_end = array<i64: 2, 1>, dilations = array<i64: 1, 1>, auto_pad = "explicit"}
+// CHECK-NOT:     core.Pad
+// CHECK:         func.return %[[C]]
+func.func @pad_into_padded_convolution(%x: tensor<1x2x6x6xf32>) -> tensor<1x1x8x9xf32> {
+  %b = core.Constant {value = dense<[0, 0, 1, 2]> : tensor<4xi64>} : tensor<4xi64>
+  %e = core.Constant {value = dense<[0, 0, 1, 1]> : tensor<4xi64>} : tensor<4xi64>
+  %w = core.Constant {value = dense<[[[[0.5, -1.0, 0.25], [2.0, 0.0, -0.5], [1.0, 0.75, -2.0]], [[-0.25, 1.5, 0.5], [0.0, -1.0, 1.0], [0.5, 0.5, -1.5]]]]> : tensor<1x2x3x3xf32>} : tensor<1x2x3x3xf32>
+  %p = "core.Pad"(%x, %b, %e) {pad_mode = "constant"} : (tensor<1x2x6x6xf32>, tensor<4xi64>, tensor<4xi64>) -> tensor<1x2x8x9xf32>
+  %y = "core.Convolution"(%p, %w) {strides = array<i64: 1, 1>, pads_begin = array<i64: 1, 2>, pads_end = array<i64: 1, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x8x9xf32>, tensor<1x2x3x3xf32>) -> tensor<1x1x8x9xf32>
+  func.return %y : tensor<1x1x8x9xf32>
+}
+
+// -----
+
 // A zero Pad before an AvgPool that excluded no padding: the padding is counted.
 
 // CHECK-LABEL: func.func @pad_into_avg_pool
