@@ -20,6 +20,7 @@ from mlconv.explorer import model_argument, model_graphs
 
 FILE_EXTENSIONS = ["onnx", "tflite", "mlir", "pb"]
 INPUT_SHAPES_VARIABLE = "MLCONV_EXPLORER_INPUT_SHAPES"
+ADAPTER_IDS = {"core": "mlconv_core", "framework": "mlconv_framework", "tpu": "mlconv_tpu"}
 
 
 class ConversionFailed(Exception):
@@ -50,46 +51,49 @@ def convert_at_level(model_path: str, level: str) -> ModelExplorerGraphs:
     return {"graphs": graphs}
 
 
-class MlconvCoreAdapter(Adapter):
+class LevelAdapter:
+    """What the three adapters share: `convert` shows the model at the class's `LEVEL`. A
+    mixin, not a base: Model Explorer registers every class its `Adapter` metaclass makes, and
+    takes an adapter for one by its direct base `Adapter`."""
+
+    LEVEL: str
+
+    def convert(self, model_path: str, settings: dict) -> ModelExplorerGraphs:
+        return convert_at_level(model_path, self.LEVEL)
+
+
+def _metadata(level: str, name: str, description: str) -> AdapterMetadata:
+    return AdapterMetadata(
+        id=ADAPTER_IDS[level], name=name, description=description, fileExts=FILE_EXTENSIONS
+    )
+
+
+class MlconvCoreAdapter(LevelAdapter, Adapter):
     """The model lowered to mlconv's core opset."""
 
-    metadata = AdapterMetadata(
-        id="mlconv_core",
-        name="mlconv (core)",
-        description="An mlconv model (ONNX, SavedModel, TFLite, .mlir) lowered to the core opset.",
-        fileExts=FILE_EXTENSIONS,
+    LEVEL = "core"
+    metadata = _metadata(
+        LEVEL,
+        "mlconv (core)",
+        "An mlconv model (ONNX, SavedModel, TFLite, .mlir) lowered to the core opset.",
     )
 
-    def convert(self, model_path: str, settings: dict) -> ModelExplorerGraphs:
-        return convert_at_level(model_path, "core")
 
-
-class MlconvFrameworkAdapter(Adapter):
+class MlconvFrameworkAdapter(LevelAdapter, Adapter):
     """The model in its framework dialect (onnx, tf, tflite), as mlconv imports it."""
 
-    metadata = AdapterMetadata(
-        id="mlconv_framework",
-        name="mlconv (framework dialect)",
-        description="An mlconv model as imported: onnx, tf or tflite dialect, or the .mlir as is.",
-        fileExts=FILE_EXTENSIONS,
+    LEVEL = "framework"
+    metadata = _metadata(
+        LEVEL,
+        "mlconv (framework dialect)",
+        "An mlconv model as imported: onnx, tf or tflite dialect, or the .mlir as is.",
     )
 
-    def convert(self, model_path: str, settings: dict) -> ModelExplorerGraphs:
-        return convert_at_level(model_path, "framework")
 
-
-class MlconvTpuAdapter(Adapter):
+class MlconvTpuAdapter(LevelAdapter, Adapter):
     """The model lowered to tpu ops (jax.lax level), as mlconv compiles it."""
 
-    metadata = AdapterMetadata(
-        id="mlconv_tpu",
-        name="mlconv (tpu)",
-        description="An mlconv model lowered to the tpu dialect (static shapes).",
-        fileExts=FILE_EXTENSIONS,
+    LEVEL = "tpu"
+    metadata = _metadata(
+        LEVEL, "mlconv (tpu)", "An mlconv model lowered to the tpu dialect (static shapes)."
     )
-
-    def convert(self, model_path: str, settings: dict) -> ModelExplorerGraphs:
-        return convert_at_level(model_path, "tpu")
-
-
-ADAPTER_IDS = {"core": "mlconv_core", "framework": "mlconv_framework", "tpu": "mlconv_tpu"}
