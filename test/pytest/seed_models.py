@@ -2,7 +2,7 @@
 model pattern, a SavedModel whose `tpu_func` is saved under a function alias and called by the
 serving signature.
 
-    from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, save_tpu_func
+    from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, save_tpu_func, serving_options
 """
 
 from __future__ import annotations
@@ -18,23 +18,34 @@ TPU_FUNCTIONS = """tpu_functions {
 
 _BATCH_FIELDS = """  num_batch_threads: 2
   max_batch_size: 8
-  batch_timeout_micros: 5000
+  batch_timeout_micros: {timeout_micros}
   allowed_batch_sizes: 2
   allowed_batch_sizes: 4
   allowed_batch_sizes: 8
-  max_enqueued_batches: 10
+  max_enqueued_batches: {max_enqueued}
 """
 
 
-def batch_options(experimental: str = "") -> str:
+def batch_options(
+    experimental: str = "", timeout_micros: int = 5000, max_enqueued: int = 10
+) -> str:
     """The seed's `batch_options` block, with an `experimental { ... }` block holding
     `experimental` (one field, e.g. `signature_name: "serving_default"`) when given."""
+    fields = _BATCH_FIELDS.format(timeout_micros=timeout_micros, max_enqueued=max_enqueued)
     inner = f"  experimental {{\n    {experimental}\n  }}\n" if experimental else ""
-    return "batch_options {\n" + _BATCH_FIELDS + inner + "}\n"
+    return "batch_options {\n" + fields + inner + "}\n"
 
 
 BATCH_OPTIONS = batch_options()
 """The seed's `batch_options` block (max_batch_size 8, allowed 2/4/8, 5 ms, two threads)."""
+
+
+def serving_options(experimental: str = "") -> str:
+    """The serving tests' options: the seed's batch sizes with a 2 ms window and room for
+    1000 queued batches (so that many concurrent callers are batched, none refused), default
+    optimizations off."""
+    batching = batch_options(experimental, timeout_micros=2000, max_enqueued=1000)
+    return "disable_default_optimizations: true\n" + batching
 
 
 def save_tpu_func(tf: Any, folder: Path, body: Any, spec: list, host: Any = None) -> Any:

@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
+from onnx_graphs import float_model
 
 import mlconv
 from mlconv.backends import backend_choice
@@ -46,14 +47,7 @@ def small_model(path, seed: int = 0) -> np.ndarray:
         helper.make_node("Flatten", ["p"], ["f"]),
         helper.make_node("MatMul", ["f", "m"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "small",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
-        weights,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = float_model(nodes, {"x": [1, 3, 16, 16]}, {"y": [1, 5]}, weights, name="small")
     onnx.save(model, path)
     return rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
 

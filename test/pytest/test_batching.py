@@ -24,6 +24,7 @@ import onnx
 import pytest
 from numerics import onnxruntime_outputs  # a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
+from seed_models import serving_options
 
 import mlconv
 from mlconv.converter.batcher import (
@@ -38,18 +39,7 @@ from mlconv.errors import BackendError, InputError, MlconvError
 from mlconv.tools.mlconv_convert import convert
 
 FEATURES, HIDDEN, CLASSES = 16, 64, 8
-BATCH_OPTIONS = """
-    disable_default_optimizations: true
-    batch_options {
-      num_batch_threads: 2
-      max_batch_size: 8
-      batch_timeout_micros: 2000
-      allowed_batch_sizes: 2
-      allowed_batch_sizes: 4
-      allowed_batch_sizes: 8
-      max_enqueued_batches: 1000
-    }
-"""
+BATCH_OPTIONS = serving_options()
 
 
 def mlp(inputs=("x",), output_shape=("N", CLASSES), transpose=False) -> onnx.ModelProto:

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import float_model
 
 import mlconv
 from mlconv.dialects import core_elementwise as ew
@@ -25,14 +26,9 @@ def max_model(path) -> str:
         helper.make_node("Max", ["a", "x"], ["b"], name="max"),
         helper.make_node("Tanh", ["b"], ["y"], name="tanh"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-        [numpy_helper.from_array(w, "w")],
+    model = float_model(
+        nodes, {"x": [2, 4]}, {"y": [2, 4]}, [numpy_helper.from_array(w, "w")], opset=13
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.save(model, str(path))
     return str(path)

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import float_model
 from test_check_numerics import broken_max, max_model  # noqa: F401 - fixture and model
 
 from mlconv.tools import mlconv_run
@@ -34,14 +35,13 @@ def cnn_onnx(path) -> str:
         helper.make_node("MatMul", ["f", "w2"], ["logits"], name="fc"),
         helper.make_node("Softmax", ["logits"], ["y"], name="softmax"),
     ]
-    graph = helper.make_graph(
+    model = float_model(
         nodes,
-        "cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        {"x": [1, 3, 8, 8]},
+        {"y": [1, 10]},
         [numpy_helper.from_array(v, k) for k, v in weights.items()],
+        name="cnn",
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, str(path))
     return str(path)
@@ -190,14 +190,14 @@ def split_onnx(path) -> str:
         helper.make_node("Sigmoid", ["b"], ["sb"], name="sigmoid"),
         helper.make_node("Mul", ["ta", "sb"], ["y"], name="mul"),
     ]
-    graph = helper.make_graph(
+    model = float_model(
         nodes,
-        "split",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        {"x": [2, 4]},
+        {"y": [2, 3]},
         [numpy_helper.from_array(w, "w")],
+        opset=18,
+        name="split",
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     onnx.save(model, str(path))
     return str(path)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numerics  # noqa: E402 - a module beside this one (conftest.py)
 import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+from onnx_graphs import float_model
 from xdsl.parser import Parser
 
 from mlconv.dialects import make_context
@@ -262,7 +263,7 @@ def _small_variance_batch_norms():
     """Conv -> BN, depthwise Conv -> BN and MatMul + bias -> BN, each BN with variances of
     1e-4..3e-4 and epsilon 1e-3 (epsilon dominates the scale), seeded random weights."""
     import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(31)
 
@@ -295,14 +296,7 @@ def _small_variance_batch_norms():
                 name=name,
             )
         )
-    graph = helper.make_graph(
-        nodes,
-        "bn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    return float_model(nodes, {"x": [2, 3, 6, 6]}, {"y": [2, 5]}, inits, opset=15, name="bn")
 
 
 def test_batch_norm_folds_keep_epsilon_with_small_variances() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import onnxruntime
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
+from onnx_graphs import float_model
 
 from mlconv.backends.jax_backend import compile_module
 from mlconv.dialects import make_context
@@ -30,14 +31,7 @@ def conv_model():
         helper.make_node("Add", ["c2", "r1"], ["a"]),
         helper.make_node("Sigmoid", ["a"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": [1, 3, 8, 8]}, {"y": [1, 4, 8, 8]}, inits)
 
 
 def test_shape_inference_and_core_to_tpu_reuse_the_lowering_traces():

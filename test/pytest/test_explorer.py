@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onnx_graphs import float_model
 
 pytest.importorskip("model_explorer")
 
@@ -56,7 +57,7 @@ NODES = ["block1/conv", "block1/relu", "block2/conv", "block2/add", "block2/relu
 def scoped_model(path: Path) -> Path:
     """A small residual CNN whose node names are scopes (`block1/conv`), random weights."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
 
@@ -76,14 +77,7 @@ def scoped_model(path: Path) -> Path:
     ]
     weights = [weight("w1", (4, 3, 3, 3)), weight("b1", (4,)), weight("w2", (4, 4, 3, 3)),
                weight("b2", (4,)), weight("wf", (5, 4)), weight("bf", (5,))]  # fmt: skip
-    graph = helper.make_graph(
-        nodes,
-        "scoped",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
-        weights,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = float_model(nodes, {"x": [1, 3, 8, 8]}, {"y": [1, 5]}, weights, name="scoped")
     onnx.checker.check_model(model)
     onnx.save(model, path)
     return path

@@ -10,6 +10,7 @@ import pytest
 import sensitivity
 from numerics import LIGHT_MODELS, onnxruntime_outputs
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import float_model
 
 import mlconv
 from mlconv.backends import jax_backend
@@ -41,14 +42,7 @@ def _cnn() -> tuple[object, np.ndarray]:
         helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
         helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1, name="fc"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 56, 56])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = float_model(nodes, {"x": [1, 16, 56, 56]}, {"y": [1, 10]}, inits, name="cnn")
     return model, np.random.default_rng(3).standard_normal((1, 16, 56, 56)).astype(np.float32)
 
 

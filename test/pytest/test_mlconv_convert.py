@@ -17,6 +17,7 @@ import onnx
 import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import float_model
 
 # The seed's own example (its docker command line, TPU_FUNCTIONS), with the batching block that
 # a later version supports (BATCH_OPTIONS); see test_batching_needs_functions_converted_for_one_row
@@ -174,14 +175,7 @@ def conv_model() -> onnx.ModelProto:
         helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
         helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "convnet",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
-        weights,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": [2, 3, 16, 16]}, {"y": [2, 5]}, weights, name="convnet")
 
 
 def onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
@@ -839,14 +833,7 @@ def mlp_model() -> onnx.ModelProto:
         helper.make_node("Relu", ["h"], ["r"], name="relu"),
         helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 32])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 16])],
-        weights,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": [8, 32]}, {"y": [8, 16]}, weights, name="mlp")
 
 
 def sharding_options(cores: int, mesh_shape, coordinates, assignment=()) -> str:

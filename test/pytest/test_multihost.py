@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from onnx_graphs import float_model
 
 pytest.importorskip("tensorflow")  # the topology is a TensorFlow TopologyProto
 
@@ -70,7 +71,7 @@ if kill:
 def transformer_block(seed: int = 24):  # -> onnx.ModelProto
     """One-head self-attention (q, k, v, o: 32x32) + LayerNorm + ReLU MLP (32x64, 64x32) +
     LayerNorm over x: (2, 8, 32): every weight's output features divide by 8 devices."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(seed)
     weights = []
@@ -103,14 +104,7 @@ def transformer_block(seed: int = 24):  # -> onnx.ModelProto
         node("Add", ["h", "f4"], ["r2"]),
         node("LayerNormalization", ["r2", weight(32), weight(32)], ["y"], axis=-1),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "block",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 32])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 32])],
-        [*weights, scale],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": [2, 8, 32]}, {"y": [2, 8, 32]}, [*weights, scale], name="block")
 
 
 def _port() -> int:

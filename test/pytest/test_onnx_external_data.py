@@ -13,6 +13,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import float_model
 
 import mlconv
 from mlconv.errors import FrontendError
@@ -37,14 +38,9 @@ def _model() -> onnx.ModelProto:
     # A small int64 shape initializer stays in the file (below the size threshold).
     inits.append(numpy_helper.from_array(np.array([-1, WIDTH], np.int64), "shape"))
     nodes.append(helper.make_node("Reshape", [current, "shape"], ["y"], name="reshape"))
-    graph = helper.make_graph(
-        nodes,
-        "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", WIDTH])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", WIDTH])],
-        inits,
+    return float_model(
+        nodes, {"x": ["batch", WIDTH]}, {"y": ["batch", WIDTH]}, inits, opset=18, name="mlp"
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
 @pytest.fixture(scope="module")

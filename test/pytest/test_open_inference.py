@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from seed_models import TPU_FUNCTIONS, save_tpu_func, serving_options
 from serve_process import start_server
 
 import mlconv
@@ -21,20 +22,7 @@ http = pytest.importorskip("tritonclient.http")
 from tritonclient.utils import InferenceServerException  # noqa: E402
 
 FEATURES, UNITS = 10, 4
-OPTIONS = """
-    disable_default_optimizations: true
-    tpu_functions { function_alias: "tpu_func" }
-    batch_options {
-      num_batch_threads: 2
-      max_batch_size: 8
-      batch_timeout_micros: 2000
-      allowed_batch_sizes: 2
-      allowed_batch_sizes: 4
-      allowed_batch_sizes: 8
-      max_enqueued_batches: 1000
-      experimental { function_alias: "tpu_func" }
-    }
-"""
+OPTIONS = TPU_FUNCTIONS + serving_options('function_alias: "tpu_func"')
 
 
 @pytest.fixture(scope="module")
@@ -43,33 +31,26 @@ def served(tmp_path_factory):
 
     from mlconv.tools.mlconv_convert import convert
 
-    class ToyModel(tf.Module):
+    class Tanh(tf.Module):  # tanh(x @ w), random weights
         def __init__(self):
             super().__init__()
             weights = np.random.default_rng(32).standard_normal((FEATURES, UNITS))
             self.w = tf.Variable(weights.astype(np.float32))
 
-        @tf.function(input_signature=[tf.TensorSpec(shape=[None, FEATURES], dtype=tf.float32)])
-        def tpu_func(self, x):
+        def __call__(self, x):
             return tf.tanh(tf.matmul(x, self.w))
 
-        @tf.function(input_signature=[tf.TensorSpec(shape=[None, FEATURES], dtype=tf.float32)])
-        def serve(self, x):
-            return {"y": self.tpu_func(x) * 2.0}
-
     folder = tmp_path_factory.mktemp("oip")
-    toy = ToyModel()
-    options = tf.saved_model.SaveOptions(function_aliases={"tpu_func": toy.tpu_func})
-    tf.saved_model.save(
-        toy, str(folder / "toy"), signatures={"serving_default": toy.serve}, options=options
-    )
+    body = Tanh()
+    spec = [tf.TensorSpec(shape=[None, FEATURES], dtype=tf.float32)]
+    save_tpu_func(tf, folder / "toy", body, spec, host=lambda y: y * 2.0)
     out = folder / "toy_model"
     manifest = convert(str(folder / "toy"), str(out), OPTIONS, quiet=True)
     assert manifest["batches"], "the artifact must batch"
     process, line, log = start_server(out, folder / "stderr.txt", timeout=180)
     url = line.rsplit("//", 1)[-1]
     model = mlconv.load(out)
-    yield {"url": url, "model": model, "weights": toy.w.numpy(), "log": Path(log.name)}
+    yield {"url": url, "model": model, "weights": body.w.numpy(), "log": Path(log.name)}
     model.close()
     process.terminate()
     process.wait(30)

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_graphs import float_model
 from xdsl.dialects import func
 
 import mlconv
@@ -45,14 +46,7 @@ def _repeated_weights_model() -> onnx.ModelProto:
         helper.make_node("Add", ["c2", "b1"], ["a"], name="add"),
         helper.make_node("Mul", ["a", "b2"], ["y"], name="mul"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "repeated",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8, 8])],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": ["N", 4, 8, 8]}, {"y": ["N", 4, 8, 8]}, inits, name="repeated")
 
 
 def _core(model) -> object:

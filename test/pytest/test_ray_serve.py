@@ -19,7 +19,9 @@ import numpy as np
 import onnx
 import pytest
 from numerics import onnxruntime_outputs  # a module beside this one (conftest.py)
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
+from onnx_graphs import float_model
+from seed_models import serving_options
 
 import mlconv
 from mlconv.errors import OptionError
@@ -31,18 +33,7 @@ aiohttp = pytest.importorskip("aiohttp")
 from mlconv.converter.ray_serve import deployment  # noqa: E402
 
 FEATURES, HIDDEN, CLASSES = 16, 32, 8
-OPTIONS = """
-    disable_default_optimizations: true
-    batch_options {
-      num_batch_threads: 2
-      max_batch_size: 8
-      batch_timeout_micros: 2000
-      allowed_batch_sizes: 2
-      allowed_batch_sizes: 4
-      allowed_batch_sizes: 8
-      max_enqueued_batches: 1000
-    }
-"""
+OPTIONS = serving_options()
 NAME = "mlp"
 TIMEOUT = 60  # seconds for any one request: a lost or hung request fails the test, never hangs it
 
@@ -58,14 +49,7 @@ def mlp() -> onnx.ModelProto:
         helper.make_node("Tanh", ["h"], ["t"], name="tanh"),
         helper.make_node("MatMul", ["t", "w2"], ["y"], name="fc2"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", FEATURES])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", CLASSES])],
-        weights,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": ["N", FEATURES]}, {"y": ["N", CLASSES]}, weights, name="mlp")
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onnx_graphs import float_model
 from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, batch_options
 
 import mlconv
@@ -351,7 +352,7 @@ def test_a_dim_that_is_not_linear_in_the_batch_is_one_line(tmp_path):
 def dynamic_batch_cnn():
     """A small CNN with a dynamic batch `N` (convolution, depthwise, pooling, Gemm), random
     weights."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
 
@@ -377,14 +378,7 @@ def dynamic_batch_cnn():
         weight("fc", (16, 5)),
         weight("fb", (5,)),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
-        weights,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": ["N", 3, 16, 16]}, {"y": ["N", 5]}, weights, name="cnn")
 
 
 def test_dynamic_batch_onnx_cnn_compiles_once_per_shape(tmp_path):
