@@ -29,6 +29,7 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import make_context
 from mlconv.interpreters import Recorder
 from mlconv.interpreters import run_module as _interpret
+from mlconv.passes.lowering import registry
 from mlconv.passes.pipeline_spec import parse_pass_pipeline
 from mlconv.passes.pipelines import lower_to_tpu
 
@@ -196,3 +197,11 @@ def randomize_weights(
         for value in graph.output:
             value.type.tensor_type.ClearField("shape")
     return copy
+
+
+def replace_lowering(monkeypatch, key: tuple[str, str, int], lowering) -> None:
+    """For one test, lower (source, op, since-version) `key` to core by `lowering`
+    (`lowering(op, b)`, as the pattern tables write it): a wrong pass that the numerics checks
+    must catch."""
+    registry.load(key[0])
+    monkeypatch.setitem(registry.TABLES["core"], key, lowering)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from numerics import replace_lowering  # a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
 from onnx_graphs import float_model
 
@@ -42,15 +43,7 @@ def _minimum(op, b):
 @pytest.fixture
 def broken_max(monkeypatch):
     """The ONNX Max-13 lowering replaced by one that emits core.Minimum."""
-    try:
-        from mlconv.passes.lowering import registry
-    except ImportError:  # the table before the shared lowering registry
-        from mlconv.passes.onnx_patterns import load_patterns
-
-        monkeypatch.setitem(load_patterns(), ("Max", 13), _minimum)
-        return
-    registry.load("onnx")
-    monkeypatch.setitem(registry.TABLES["core"], ("onnx", "Max", 13), _minimum)
+    replace_lowering(monkeypatch, ("onnx", "Max", 13), _minimum)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numerics import replace_lowering  # a module beside this one (conftest.py)
 from onnx_graphs import float_model
 
 pytest.importorskip("model_explorer")
@@ -308,15 +309,7 @@ def _abs(op, b):
 @pytest.fixture
 def broken_relu(monkeypatch):
     """The ONNX Relu-14 lowering replaced by one that emits core.Abs."""
-    try:
-        from mlconv.passes.lowering import registry
-    except ImportError:  # the table before the shared lowering registry
-        from mlconv.passes.onnx_patterns import load_patterns
-
-        monkeypatch.setitem(load_patterns(), ("Relu", 14), _abs)
-        return
-    registry.load("onnx")
-    monkeypatch.setitem(registry.TABLES["core"], ("onnx", "Relu", 14), _abs)
+    replace_lowering(monkeypatch, ("onnx", "Relu", 14), _abs)
 
 
 def test_overlay_marks_a_broken_lowering(model: Path, broken_relu) -> None:
