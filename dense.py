@@ -3,8 +3,8 @@
 Weights are never turned into Python lists: a 25M-parameter model would take minutes to build
 and print that way. `to_dense_attr` wraps `array.tobytes()`, `to_numpy` is `np.frombuffer`.
 
-Low-precision element types (ml_dtypes <-> builtin): float8_e4m3fn/e5m2/e4m3fnuz/e5m2fnuz
-(`f8E4M3FN`, `f8E5M2`, `f8E4M3FNUZ`, `f8E5M2FNUZ`), float4_e2m1fn (`f4E2M1FN`), int4/uint4/
+Low-precision element types (ml_dtypes <-> builtin): float8_e4m3fn/e5m2/e4m3fnuz/e5m2fnuz/
+e8m0fnu (`f8E4M3FN`, `f8E5M2`, `f8E4M3FNUZ`, `f8E5M2FNUZ`, `f8E8M0FNU`), float4_e2m1fn (`f4E2M1FN`), int4/uint4/
 int2/uint2 (`i4`, `ui4`, `i2`, `ui2`). Their dense attributes hold one element per byte, never
 packed: floats as ml_dtypes stores them (the code in the low bits), unsigned integers as their
 value, and signed `i4`/`i2` *sign-extended* to a full int8 byte. That is the form xDSL's
@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float8E4M3FNUZType,
     Float8E5M2FNUZType,
     Float8E5M2Type,
+    Float8E8M0FNUType,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -60,6 +61,7 @@ _DTYPE_TO_TYPE: dict[np.dtype, Attribute] = {
     np.dtype(ml_dtypes.float8_e5m2): Float8E5M2Type(),
     np.dtype(ml_dtypes.float8_e4m3fnuz): Float8E4M3FNUZType(),
     np.dtype(ml_dtypes.float8_e5m2fnuz): Float8E5M2FNUZType(),
+    np.dtype(ml_dtypes.float8_e8m0fnu): Float8E8M0FNUType(),
     np.dtype(ml_dtypes.float4_e2m1fn): Float4E2M1FNType(),
     np.dtype(ml_dtypes.int4): IntegerType(4),
     np.dtype(ml_dtypes.uint4): IntegerType(4, Signedness.UNSIGNED),

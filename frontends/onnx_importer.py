@@ -18,10 +18,13 @@ The module carries `onnx.opset_import = {"" = 17 : i64, ...}`. A node of another
 custom domain, ai.onnx.ml, ...) becomes the generic `onnx.Custom` (domain, op type, the domain's
 opset version, attributes), or what the importer a plugin registered for (domain, op type) makes
 of it (`mlconv.plugins`). Anything else the dialect cannot express (unknown default-domain op
-types, string and FLOAT8E8M0 tensors, sequence/map/optional values) is a `FrontendError`, one
-line. Element types are those of
-`mlconv.dense`: float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ), FLOAT4E2M1 and INT4/UINT4/INT2/UINT2
-included; packed sub-byte initializers are unpacked by `onnx.numpy_helper.to_array`.
+types, string tensors, sequence/map values, optionals of anything but a tensor) is a
+`FrontendError`, one line. An optional tensor value (`optional(float[4])`) is imported as the
+tensor it holds: a caller gives the tensor (an empty optional, None, is refused when the
+model is called) and OptionalHasElement on it is true. Element types are those of
+`mlconv.dense`: float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0FNU), FLOAT4E2M1 and
+INT4/UINT4/INT2/UINT2 included; packed sub-byte initializers are unpacked by
+`onnx.numpy_helper.to_array`.
 """
 
 from __future__ import annotations
@@ -438,6 +441,10 @@ class _Importer:
         kind = tp.WhichOneof("value")
         if kind is None:
             return _UNKNOWN
+        if kind == "optional_type" and tp.optional_type.elem_type.WhichOneof("value") == (
+            "tensor_type"
+        ):
+            return self._type(tp.optional_type.elem_type, name)  # module docstring
         if kind != "tensor_type":
             label = {
                 "sequence_type": "sequence",

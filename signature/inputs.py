@@ -63,6 +63,10 @@ class InputSpec:
     def check(self, value: Any) -> np.ndarray | jax.Array:
         """`value` as an array of this input's dtype (a JAX array stays one, where it is);
         InputError where it contradicts the spec."""
+        if value is None:  # np.asarray(None, np.float32) would be NaN
+            raise InputError(
+                f"input '{self.name}': got None (an empty optional), which is not supported"
+            )
         if isinstance(value, jax.Array | np.ndarray | np.generic) or hasattr(value, "__array__"):
             array = value if isinstance(value, jax.Array) else np.asarray(value)
             if self.dtype is not None and array.dtype != self.dtype:

@@ -121,7 +121,7 @@ CAUSES: list[tuple[str, str, str]] = [
         "float8/float4/int4/int2 element types",
     ),
     ("error", r"has sequence type", "sequence types (incl. loop-carried sequences)"),
-    ("error", r"has optional type", "optional types"),
+    ("error", r"has optional type|an empty optional", "optional types"),
     (
         "error",
         r"unsupported ONNX ops: ai\.onnx\.preview\.training\.|in training mode"

@@ -13,10 +13,11 @@ import itertools
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import Float32Type
+from xdsl.dialects.builtin import Float8E8M0FNUType, Float32Type, IntegerType, Signedness
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_elementwise as ew
+from mlconv.dialects import core_quant as cq
 from mlconv.dialects import core_tensor as ct
 from mlconv.passes.onnx_patterns import lower_unary, lowering
 
@@ -207,8 +208,50 @@ FLOAT8_MAX = {
 }
 
 
+def _to_e8m0(op, b, data):
+    """float8e8m0 (a bare exponent, 2^(e-127)) from the float32 bits, as
+    onnx.numpy_helper.to_float8e8m0 computes: the sign is dropped, zero and subnormals give
+    exponent 0, inf/NaN give 0xFF (NaN); `round_mode` up rounds any fraction up, nearest
+    rounds to nearest even on the guard/round/sticky bits, down truncates; `saturate` keeps
+    a value that would round past 2^127 at 2^127 instead of NaN."""
+    mode = b.attr(op, "round_mode", "up")
+    if mode not in ("up", "nearest", "down"):
+        raise b.fail(f"Cast round_mode must be up, nearest or down, not {mode!r}")
+
+    def bits_set(mask):
+        masked = b(ew.BitwiseAndOp, bits, b.const(mask, np.int32))
+        return b(ew.GreaterOp, masked, b.const(0, np.int32))
+
+    if b.dtype(data) != np.float32:
+        data = b(ct.ConvertOp, data, destination_type=Float32Type())
+    bits = b(cq.BitCastOp, data, destination_type=IntegerType(32))
+    exponent = b(ew.BitwiseRightShiftOp, bits, b.const(23, np.int32))
+    exponent = b(ew.BitwiseAndOp, exponent, b.const(0xFF, np.int32))
+    special = b(ew.EqualOp, exponent, b.const(0xFF, np.int32))
+    if mode == "up":
+        round_up = bits_set(0x7FFFFF)
+    elif mode == "nearest":
+        lsb = b(ew.GreaterOp, exponent, b.const(0, np.int32))
+        ties = b(ew.LogicalOrOp, bits_set(0x200000), bits_set(0x1FFFFF))
+        round_up = b(ew.LogicalAndOp, bits_set(0x400000), b(ew.LogicalOrOp, ties, lsb))
+    if mode != "down":
+        round_up = b(ew.LogicalAndOp, round_up, b(ew.LogicalNotOp, special))
+        if b.attr(op, "saturate", 1):
+            largest = b(ew.EqualOp, exponent, b.const(0xFE, np.int32))
+            round_up = b(ew.LogicalAndOp, round_up, b(ew.LogicalNotOp, largest))
+        step = b(ct.ConvertOp, round_up, destination_type=IntegerType(32))
+        exponent = b(ew.AddOp, exponent, step)
+    exponent = b(ct.SelectOp, special, b.const(0xFF, np.int32), exponent)
+    code = b(ct.ConvertOp, exponent, destination_type=IntegerType(8, Signedness.UNSIGNED))
+    return b(cq.BitCastOp, code, destination_type=Float8E8M0FNUType())
+
+
 def _convert(op, b, data, target):
     """Convert `data` to the element type `target`, saturating float8 results if asked."""
+    if isinstance(target, Float8E8M0FNUType) and b.dtype(data) != np.dtype(
+        ml_dtypes.float8_e8m0fnu
+    ):
+        return _to_e8m0(op, b, data)
     high = FLOAT8_MAX.get(numpy_dtype(target))
     if high is not None and b.attr(op, "saturate", 1):
         if not jnp.issubdtype(b.dtype(data), jnp.floating):

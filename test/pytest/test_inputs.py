@@ -82,6 +82,11 @@ def dynamic_run():
         ),
         ((np.zeros((2, 4), np.float32),), {}, "expected 2 input(s) (x, ids), got 1"),
         (
+            (None, np.zeros(2, np.int64)),
+            {},
+            "input 'x': got None (an empty optional), which is not supported",
+        ),
+        (
             (),
             {"x": np.zeros((2, 4), np.float32), "idz": np.zeros(2, np.int64)},
             "missing inputs: ids; unknown inputs: idz (the model's inputs: x, ids)",
@@ -153,3 +158,32 @@ def test_dynamic_dims_accept_any_size_and_keep_static_ones(dynamic_run) -> None:
         y, _ = dynamic_run(x, ids)
         np.testing.assert_allclose(y, np.maximum(x @ W + B, 0), rtol=1e-5, atol=1e-6)
     assert isinstance(InputError("x"), MlconvError)
+
+
+def test_optional_tensor_input_is_the_tensor() -> None:
+    """An optional(tensor) graph input is imported as the tensor: OptionalHasElement is true and
+    OptionalGetElement is the tensor, as onnxruntime computes; None is refused in one line."""
+    tensor = helper.make_tensor_type_proto(TensorProto.FLOAT, ["n"])
+    graph = helper.make_graph(
+        [
+            helper.make_node("OptionalHasElement", ["x"], ["has"]),
+            helper.make_node("OptionalGetElement", ["x"], ["element"]),
+            helper.make_node("Mul", ["element", "element"], ["y"]),
+        ],
+        "optional",
+        [helper.make_value_info("x", helper.make_optional_type_proto(tensor))],
+        [
+            helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    run = mlconv.compile(model, device="cpu")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for size in (3, 5):
+        x = RNG.standard_normal(size).astype(np.float32)
+        got, want = run(x), session.run(None, {"x": x})
+        for actual, expected in zip(got, want, strict=True):
+            np.testing.assert_array_equal(actual, expected)
+    with pytest.raises(InputError, match="input 'x': got None"):
+        run(None)

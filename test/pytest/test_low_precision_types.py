@@ -29,6 +29,7 @@ LOW_PRECISION = {
     TensorProto.UINT4: ml_dtypes.uint4,
     TensorProto.INT2: ml_dtypes.int2,
     TensorProto.UINT2: ml_dtypes.uint2,
+    TensorProto.FLOAT8E8M0: ml_dtypes.float8_e8m0fnu,
 }
 _NAMES = {t: TensorProto.DataType.Name(t) for t in LOW_PRECISION}
 
@@ -62,14 +63,17 @@ def _assert_same(expected, actual):
         np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
 
 
-def _cast_model(source, target, saturate=None, opset=21):
-    attributes = {"to": target} if saturate is None else {"to": target, "saturate": saturate}
+def _cast_model(source, target, saturate=None, opset=21, size=None, **attributes):
+    size = len(SPECIAL) if size is None else size
+    attributes["to"] = target
+    if saturate is not None:
+        attributes["saturate"] = saturate
     node = helper.make_node("Cast", ["x"], ["y"], **attributes)
     graph = helper.make_graph(
         [node],
         "cast",
-        [helper.make_tensor_value_info("x", source, [len(SPECIAL)])],
-        [helper.make_tensor_value_info("y", target, [len(SPECIAL)])],
+        [helper.make_tensor_value_info("x", source, [size])],
+        [helper.make_tensor_value_info("y", target, [size])],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
@@ -83,6 +87,31 @@ def test_cast_to_float8(source, target, saturate):
         x = SPECIAL.astype(helper.tensor_dtype_to_np_dtype(source))
     expected, actual = _run_both(model, x)
     _assert_same(expected, actual)
+
+
+@pytest.mark.parametrize("saturate", [1, 0], ids=["saturate", "no_saturate"])
+@pytest.mark.parametrize("round_mode", ["up", "nearest", "down"])
+def test_cast_to_float8e8m0(round_mode, saturate):
+    """The exponent-only type (Cast-24 round_mode): powers of two and the values next to them,
+    ties of the nearest mode (1.5, 6: guard bit alone), values past 2^127 and up to
+    float32's largest, subnormals, zeros, negatives (the sign is dropped), inf and NaN."""
+    rng = np.random.default_rng(7)
+    powers = np.ldexp(np.float32(1), np.arange(-130, 128, 7)).astype(np.float32)
+    near = np.concatenate([powers, np.nextafter(powers, 0), np.nextafter(powers, np.inf)])
+    random = (rng.standard_normal(64) * np.exp2(rng.integers(-40, 40, 64))).astype(np.float32)
+    # subnormals (exponent 0, so nearest rounds a lone guard bit down): guard only, guard +
+    # sticky, guard + round
+    subnormal = np.uint32([0x400000, 0x400001, 0x600000, 0x3FFFFF]).view(np.float32)
+    x = np.concatenate(
+        [SPECIAL, near, random, subnormal, np.float32([1.5, 6.0, 3e38, 3.4028235e38])]
+    ).astype(np.float32)
+    model = _cast_model(
+        TensorProto.FLOAT, TensorProto.FLOAT8E8M0, saturate, opset=24, size=x.size,
+        round_mode=round_mode,
+    )  # fmt: skip
+    expected, actual = _run_both(model, x)
+    assert actual[0].dtype == expected[0].dtype
+    np.testing.assert_array_equal(actual[0].view(np.uint8), expected[0].view(np.uint8))
 
 
 @pytest.mark.parametrize(
@@ -179,6 +208,8 @@ def test_dense_text_round_trip(dtype, size):
         array = rng.integers(int(info.min), int(info.max) + 1, size).astype(dtype)
     else:
         array = (rng.standard_normal(size) * 4).astype(dtype)  # finite: see mlconv.dense
+        if dtype == ml_dtypes.float8_e8m0fnu:  # no sign: NaN for negative values
+            array = np.abs(rng.standard_normal(size) * 4).astype(dtype)
     attr = to_dense_attr(array)
     again = Parser(Context(), str(attr)).parse_attribute()
     assert again == attr

@@ -43,8 +43,6 @@ ONNX_UNREAD: dict[tuple[str, str], str] = {
     ("MelWeightMatrix", "output_datatype"): (
         "the importer types the result from it; the pattern reads the result type"
     ),
-    ("Cast", "round_mode"): "only for FLOAT8E8M0 targets, which the dialect refuses",
-    ("CastLike", "round_mode"): "only for FLOAT8E8M0 targets, which the dialect refuses",
     ("QuantizeLinear", "output_dtype"): "the importer types the result from it",
     ("DequantizeLinear", "output_dtype"): "the importer types the result from it",
     ("Constant", "sparse_value"): "no dense value: refused ('Constant without a tensor...')",

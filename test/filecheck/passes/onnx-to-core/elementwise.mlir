@@ -117,3 +117,41 @@ builtin.module attributes {onnx.opset_import = {"" = 19 : i64}} {
     func.return %y : tensor<4xbf16>
   }
 }
+
+// -----
+
+// Cast to float8e8m0 reads the float32 exponent bits; round_mode up adds one where any
+// fraction bit is set, unless that would pass 2^127 (saturate); inf/NaN give 0xFF.
+// CHECK-LABEL: func.func @cast_e8m0_up
+// CHECK:         %[[F32:.*]] = "core.Convert"(%x) {destination_type = f32}
+// CHECK:         %[[BITS:.*]] = "core.BitCast"(%[[F32]]) {destination_type = i32}
+// CHECK:         %[[SHIFTED:.*]] = "core.BitwiseRightShift"(%[[BITS]], %{{.*}})
+// CHECK:         %[[EXP:.*]] = "core.BitwiseAnd"(%[[SHIFTED]], %{{.*}})
+// CHECK:         %[[SPECIAL:.*]] = "core.Equal"(%[[EXP]], %{{.*}})
+// CHECK:         %[[FRACTION:.*]] = "core.BitwiseAnd"(%[[BITS]], %{{.*}})
+// CHECK:         %[[INEXACT:.*]] = "core.Greater"(%[[FRACTION]], %{{.*}})
+// CHECK:         %[[LARGEST:.*]] = "core.Equal"(%[[EXP]], %{{.*}})
+// CHECK:         %[[UP:.*]] = "core.LogicalAnd"(%{{.*}}, %{{.*}})
+// CHECK:         %[[STEP:.*]] = "core.Convert"(%[[UP]]) {destination_type = i32}
+// CHECK:         %[[ROUNDED:.*]] = "core.Add"(%[[EXP]], %[[STEP]])
+// CHECK:         %[[CODE:.*]] = "core.Select"(%[[SPECIAL]], %{{.*}}, %[[ROUNDED]])
+// CHECK:         %[[BYTE:.*]] = "core.Convert"(%[[CODE]]) {destination_type = ui8}
+// CHECK:         "core.BitCast"(%[[BYTE]]) {destination_type = f8E8M0FNU} : (tensor<4xui8>) -> tensor<4xf8E8M0FNU>
+builtin.module attributes {onnx.opset_import = {"" = 24 : i64}} {
+  func.func @cast_e8m0_up(%x: tensor<4xf16>) -> tensor<4xf8E8M0FNU> {
+    %y = "onnx.Cast"(%x) {to = 24 : i64, round_mode = "up"} : (tensor<4xf16>) -> tensor<4xf8E8M0FNU>
+    func.return %y : tensor<4xf8E8M0FNU>
+  }
+}
+
+// -----
+
+// Back from float8e8m0 is a plain Convert.
+// CHECK-LABEL: func.func @cast_from_e8m0
+// CHECK:         "core.Convert"(%x) {destination_type = f16} : (tensor<4xf8E8M0FNU>) -> tensor<4xf16>
+builtin.module attributes {onnx.opset_import = {"" = 24 : i64}} {
+  func.func @cast_from_e8m0(%x: tensor<4xf8E8M0FNU>) -> tensor<4xf16> {
+    %y = "onnx.Cast"(%x) {to = 10 : i64} : (tensor<4xf8E8M0FNU>) -> tensor<4xf16>
+    func.return %y : tensor<4xf16>
+  }
+}
