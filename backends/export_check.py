@@ -11,6 +11,9 @@ anything compiles it, and only the targets mlconv's own exports hold are let thr
 and listing their targets). jax.export itself refuses to serialize host callbacks, so mlconv
 never writes one and no manifest can ask for one: every callback target is refused.
 A file that does not deserialize is a one-line error too.
+
+The writing side lives here as well, so that every writer exports the same way:
+`export_function(body, region_specs(region))` lowers a tpu.region's body for `PLATFORMS`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import jax
 from jax import export
 
+from mlconv.dense import numpy_dtype
 from mlconv.errors import BackendError
 
 PLATFORMS = ("cpu", "cuda", "tpu")
@@ -94,3 +98,17 @@ def _line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     text = lines[0] if lines else ""
     return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
+def region_specs(region: Any) -> list[Any]:
+    """The region's inputs as `jax.ShapeDtypeStruct`s; a dynamic shape is a one-line error."""
+
+    specs = []
+    for arg in region.body.block.args:
+        shape = tuple(arg.type.get_shape())
+        if any(d < 0 for d in shape):
+            raise BackendError.at(
+                region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
+            )
+        specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
+    return specs

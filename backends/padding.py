@@ -277,7 +277,7 @@ class PaddedModule:
         on each bucket's first call."""
         outputs = [np.asarray(o) for o in self.inner(*padded)]
         if self.cuts is None:
-            from mlconv.interpreters.common import run_module
+            from mlconv.interpreters.run import run_module
 
             reference = run_module(self.inner.module, arrays)
             if not all(deltas):  # nothing to learn the cuts from: this call needs none

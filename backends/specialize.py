@@ -26,15 +26,12 @@ import jax
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
+from mlconv.backends.module_binding import bind_module
 from mlconv.backends.staged import plan_stages
-from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects import make_context
-from mlconv.dialects.core_tensor import ConstantOp
-from mlconv.errors import BackendError, OptionError
+from mlconv.errors import OptionError
 from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.signature.module_io import find_main, value_inputs, value_names
 
@@ -128,39 +125,3 @@ class SpecializingModule:
         module = bind_module(self.module, arrays, self.bound)
         CoreToTpuPipeline(device=target_device(self.device)).apply(make_context(), module)
         return compile_module(module, self.device)
-
-
-def bind_module(module: ModuleOp, arrays: list[np.ndarray], bound: list[int]) -> ModuleOp:
-    """A copy of `module` whose @main takes the arrays' shapes, the inputs at `bound` replaced
-    by core.Constants of their values."""
-    from mlconv.passes.core_infer_shapes import update_signature
-
-    module = module.clone()
-    main = find_main(module)
-    block = main.body.block
-    for arg, array in zip(list(block.args), arrays, strict=True):
-        declared = arg.type
-        if isinstance(declared, TensorType) and len(declared.get_shape()) != array.ndim:
-            raise BackendError(
-                f"input has rank {array.ndim}, the model expects {len(declared.get_shape())}"
-            )
-        element = (
-            declared.get_element_type()
-            if isinstance(declared, TensorType)
-            else element_type(array.dtype)
-        )
-        Rewriter.replace_value_with_new_type(arg, TensorType(element, list(array.shape)))
-    for index in bound:
-        arg = block.args[index]
-        constant = ConstantOp.from_numpy(arrays[index].astype(_dtype_of(arg)))
-        Rewriter.insert_op(constant, InsertPoint.at_start(block))
-        arg.replace_all_uses_with(constant.output)
-    update_signature(main)
-    main.function_type = func.FunctionType.from_lists(
-        [a.type for a in block.args], list(main.function_type.outputs)
-    )
-    return module
-
-
-def _dtype_of(arg: SSAValue) -> np.dtype:
-    return numpy_dtype(arg.type.get_element_type())

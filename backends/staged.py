@@ -29,12 +29,15 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
+from mlconv.backends.module_binding import bind_module
 from mlconv.dense import to_numpy
 from mlconv.dialects import make_context
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_control import IfOp, YieldOp
 from mlconv.dialects.core_tensor import ConstantOp
 from mlconv.errors import BackendError
+from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
+from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.semantics.tracing import run_with
 from mlconv.signature.module_io import find_main
 
@@ -138,9 +141,6 @@ def plan_stages(
 ) -> StagedProgram | None:
     """The staged program of `module` (core level) at the arrays' shapes, or None where
     staging does not apply (see the module's docstring)."""
-    from mlconv.backends.specialize import bind_module
-    from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
-    from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 
     module = bind_module(module, arrays, [])
     CoreInferShapesPass().apply(make_context(), module)

@@ -30,6 +30,7 @@ import numpy as np
 from jax import export
 
 from mlconv.backends.export_check import export_function
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.errors import BackendError
 
 BATCH = "b"
@@ -256,7 +257,6 @@ def generalize(
 ) -> Generalized:
     """Compare the programs `modules` (one per probe of `symbols.probes()`, tpu level) and
     generalize the first one; SymbolicShapeError names the first op that cannot be."""
-    from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
 
     result = Generalized(symbols)
@@ -410,7 +410,6 @@ def region_function(
     region: Any, generalized: Generalized, dims: Mapping[str, Any]
 ) -> Callable[..., Any]:
     """The region as a function of its inputs, traced with symbolic `dims`."""
-    from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
 
     block = region.body.block
@@ -423,7 +422,6 @@ def region_function(
 
 
 def arg_specs(block: Any, generalized: Generalized, dims: Mapping[str, Any]) -> list[Any]:
-    from mlconv.dense import numpy_dtype
 
     return [
         jax.ShapeDtypeStruct(generalized.shape(arg, dims), numpy_dtype(arg.type.get_element_type()))

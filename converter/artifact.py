@@ -51,7 +51,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from mlconv.backends.export_check import PLATFORMS, deserialize_checked, export_function
+from mlconv.backends.export_check import (
+    PLATFORMS,
+    deserialize_checked,
+    export_function,
+    region_specs,
+)
 from mlconv.converter.artifact_manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -67,7 +72,7 @@ from mlconv.converter.batcher import (
     flatten_batch_ops,
 )
 from mlconv.converter.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
-from mlconv.dense import numpy_dtype, to_numpy
+from mlconv.dense import to_numpy
 from mlconv.errors import BackendError
 from mlconv.fileio import resolve_output
 from mlconv.signature.inputs import InputSpec, bind_inputs
@@ -302,20 +307,6 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
     }
     body = lambda *args: tuple(interpret_block(block, constants, args))  # noqa: E731
     return export_function(body, region_specs(region))
-
-
-def region_specs(region: Any) -> list[Any]:
-    """The region's inputs as `jax.ShapeDtypeStruct`s; a dynamic shape is a one-line error."""
-
-    specs = []
-    for arg in region.body.block.args:
-        shape = tuple(arg.type.get_shape())
-        if any(d < 0 for d in shape):
-            raise BackendError.at(
-                region, f"has an input of dynamic shape {list(shape)}: give static input shapes"
-            )
-        specs.append(jax.ShapeDtypeStruct(shape, numpy_dtype(arg.type.get_element_type())))
-    return specs
 
 
 # --------------------------------------------------------------------------- loading

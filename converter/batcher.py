@@ -35,6 +35,7 @@ import numpy as np
 from jax import export
 
 from mlconv.backends.export_check import PLATFORMS, deserialize_checked, export_function
+from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.errors import BackendError, InputError
 
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
@@ -382,7 +383,6 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
     itself, exported for `b` rows; else written for one row (0th dimension 1), it is mapped
     over the rows with jax.vmap."""
 
-    from mlconv.dense import numpy_dtype, to_numpy
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
 

@@ -40,7 +40,8 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from mlconv.backends.export_check import export_function
+from mlconv.backends.export_check import export_function, region_specs
+from mlconv.dense import to_numpy
 from mlconv.errors import BackendError, OptionError
 
 AXES = ("x", "y", "z", "core")
@@ -213,8 +214,6 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     """`region` (a tpu.region with static shapes) as a `jax.export.Exported` for `spec`'s mesh:
     inputs split on dimension 0, weights as further arguments split by `weight_dims`."""
 
-    from mlconv.converter.artifact import region_specs
-    from mlconv.dense import to_numpy
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
 

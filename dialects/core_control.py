@@ -4,7 +4,7 @@ bodies are single-block regions of core ops ending in `core.Yield`.
 Bodies do not reach outside: every outer value a body uses is an operand of the op (the
 `captured` group) and a block argument of each body, so a body is a closed function of its
 block arguments. `semantics` runs the bodies inside `lax.cond` / `lax.while_loop` / `lax.scan`
-with the body runner it is handed as the keyword `run_block` (`mlconv.semantics.bodies`, which
+with the body runner it is handed as the keyword `run_block` (`mlconv.semantics.binding`, which
 evaluates each body op's own `semantics`; this module does not import it: dialects do not import
 the code that runs semantics). Shape inference, folding and core-to-tpu (which then meets the
 `cond`, `while` and `scan` primitives) follow from it as for every other core op.

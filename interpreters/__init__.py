@@ -12,7 +12,7 @@ own level and compared (the invariant "numerics are preserved by every pass",
 - `tpu`: every tpu op by binding its jax primitive with its decoded parameters
   (`interpreters/tpu.py`).
 
-`run_module(module, inputs)` picks the interpreter from the ops the module holds. Every run
+`run_module(module, inputs)` (`interpreters/run.py`) picks the interpreter from the ops the module holds. Every run
 keeps each op's results by the op's location (`Recorder`), so a tool can name the first op
 whose result differs between two levels.
 """
@@ -20,6 +20,7 @@ whose result differs between two levels.
 from __future__ import annotations
 
 import mlconv.semantics  # noqa: F401 - int64 values stay int64 (jax_enable_x64)
-from mlconv.interpreters.common import Recorder, level_of, run_module
+from mlconv.interpreters.common import Recorder, level_of
+from mlconv.interpreters.run import run_module
 
 __all__ = ["Recorder", "level_of", "run_module"]

@@ -29,7 +29,8 @@ from xdsl.passes import ModulePass
 from mlconv.dialects import make_context
 from mlconv.errors import MlconvError, OptionError, PassFailure
 from mlconv.frontends.load import format_input_shapes
-from mlconv.interpreters.common import Recorder, level_of, run_module
+from mlconv.interpreters.common import Recorder, level_of
+from mlconv.interpreters.run import run_module
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 from mlconv.passes.pipelines import (
     CoreToTpuPipeline,

@@ -1,9 +1,10 @@
 """What the level interpreters share: the xDSL interpreter they run in, one-line errors located
-at the op, the recorder of every op's results, and `run_module`, which picks the level."""
+at the op, the recorder of every op's results, and `level_of`, which names a module's level
+(`interpreters/run.py` runs a module by it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -17,12 +18,10 @@ from xdsl.interpreter import (
     ReturnedValues,
     TerminatorValue,
 )
-from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from mlconv.dense import numpy_dtype
 from mlconv.errors import BackendError, MlconvError, describe_location
-from mlconv.signature.module_io import find_main
 
 
 @dataclass
@@ -141,28 +140,3 @@ def level_of(module: ModuleOp) -> str:
             f"cannot interpret a module of {what} ops: expected one of onnx, core, tpu"
         )
     return found.pop()
-
-
-def run_module(
-    module: ModuleOp, inputs: Sequence[Any], recorder: Recorder | None = None
-) -> list[np.ndarray]:
-    """`@main` of `module` on `inputs`, op by op, by the interpreter of the module's level."""
-    from mlconv.interpreters.core import CoreFunctions
-    from mlconv.interpreters.onnx import OnnxFunctions
-    from mlconv.interpreters.tpu import TpuFunctions
-
-    functions = {"onnx": OnnxFunctions, "core": CoreFunctions, "tpu": TpuFunctions}
-    level = level_of(module)
-    main = find_main(module, "interpret")
-    arguments = main.body.block.args
-    if len(inputs) != len(arguments):
-        raise BackendError(f"expected {len(arguments)} inputs, got {len(inputs)}")
-    values = []
-    for arg, value in zip(arguments, inputs, strict=True):
-        if isinstance(arg.type, TensorType):
-            value = np.asarray(value, dtype=numpy_dtype(arg.type.get_element_type()))
-        values.append(value)
-    interpreter = ReferenceInterpreter(module, listeners=(recorder,) if recorder else ())
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(functions[level](module))
-    return [np.asarray(r) for r in interpreter.call_op(main, tuple(values))]

@@ -413,6 +413,85 @@ def hoistable_local_imports(root: Path) -> list[str]:
     return problems
 
 
+def _loaded_by_importing(target: str, importer: str, top: dict[str, set[str]]) -> set[str]:
+    """What `import target` loads when `importer` runs it at its top: as `_loaded_with`, except
+    that the packages above `importer`, already loading, load nothing more."""
+    parts = importer.split(".")
+    loading = {".".join(parts[:size]) for size in range(1, len(parts))}
+    if target.startswith(importer + "."):
+        loading.add(importer)  # a package importing its own submodule
+    loaded: set[str] = set()
+    pending = [target]
+    while pending:
+        parts = pending.pop().split(".")
+        for size in range(1, len(parts) + 1):
+            name = ".".join(parts[:size])
+            if name in loading and name != target:
+                continue
+            if name in top and name not in loaded:
+                loaded.add(name)
+                pending.extend(top[name])
+    return loaded
+
+
+def cycle_dodging_local_imports(root: Path) -> list[str]:
+    """Every function-local mlconv import under `root` that could not move to the top because
+    its target imports the importing module back (the plugin registry aside): a cycle that a
+    move of code, not a local import, should break."""
+    top, local = _scoped_imports(root)
+    problems = []
+    for module, target, line in local:
+        if REGISTRY in (_package(module), _package(target)):
+            continue
+        if module in _loaded_by_importing(target, module, top):
+            problems.append(
+                f"{module} (line {line}): function-local import of {target}, which imports "
+                f"{module} back: move the code both need below them"
+            )
+    return problems
+
+
+def test_no_local_import_that_dodges_a_cycle() -> None:
+    problems = cycle_dodging_local_imports(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # b imports a back at its top: the local import dodges a cycle, flagged
+        (
+            {"a.py": "def f():\n    import mlconv.b\n", "b.py": "import mlconv.a\n"},
+            ["mlconv.a (line 2): function-local import of mlconv.b"],
+        ),
+        # the same through a third module: flagged
+        (
+            {
+                "a.py": "def f():\n    from mlconv.b import g\n",
+                "b.py": "import mlconv.c\n\ndef g():\n    pass\n",
+                "c.py": "import mlconv.a\n",
+            },
+            ["mlconv.a (line 2): function-local import of mlconv.b"],
+        ),
+        # a package importing its own submodule lazily: not a cycle (lazy loading), kept
+        (
+            {"p/__init__.py": "def f():\n    from mlconv.p import s\n", "p/s.py": "x = 1\n"},
+            [],
+        ),
+        # a lazy import of a module that does not import back: kept
+        ({"a.py": "def f():\n    import mlconv.c\n"}, []),
+    ],
+)
+def test_cycle_check_catches(tmp_path: Path, files: dict[str, str], expected: list[str]) -> None:
+    """The check itself, on small trees: it flags exactly the local imports that a cycle keeps
+    local."""
+    for path, text in {"c.py": "def g():\n    pass\n", **files}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    problems = cycle_dodging_local_imports(tmp_path)
+    assert [p.split(", which")[0] for p in problems] == expected, problems
+
+
 def test_no_local_import_that_could_be_top_level() -> None:
     problems = hoistable_local_imports(ROOT)
     assert not problems, "\n".join(problems)

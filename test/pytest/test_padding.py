@@ -224,7 +224,7 @@ def test_mlconv_run_pad(tmp_path):
 
 def test_verdict_is_recorded_in_the_compilation_cache(tmp_path, monkeypatch):
     from mlconv.backends import compile_cache
-    from mlconv.interpreters import common
+    from mlconv.interpreters import run as interpreters_run
 
     model = _segmentation_net()
     x = np.random.default_rng(7).standard_normal((3, 3, 8, 8)).astype(np.float32)
@@ -234,7 +234,7 @@ def test_verdict_is_recorded_in_the_compilation_cache(tmp_path, monkeypatch):
         (want,) = run(x)
         records = list(tmp_path.glob("*/padding/*.json"))
         assert len(records) == 1
-        monkeypatch.setattr(common, "run_module", lambda *a: pytest.fail("verified again"))
+        monkeypatch.setattr(interpreters_run, "run_module", lambda *a: pytest.fail("verified again"))
         again = mlconv.compile(model, quiet=True, pad_dims=pads)
         np.testing.assert_array_equal(again(x)[0], want)
         records[0].write_text('{"cuts": [[7]]}')  # not this model's: ignored, checked anew

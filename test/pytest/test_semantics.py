@@ -14,7 +14,7 @@ import pytest
 from mlconv.dialects import make_context
 from mlconv.errors import PassFailure
 from mlconv.interpreters import run_module
-from mlconv.semantics.bodies import BodyStaticOperandMissing
+from mlconv.semantics.binding import BodyStaticOperandMissing
 from mlconv.semantics.tracing import evaluate
 
 IMPORT_DIALECTS = """
