@@ -21,6 +21,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("MLCONV_COMPILATION_CACHE", "0")
 
 HERE = str(Path(__file__).resolve().parent)
@@ -41,3 +43,12 @@ from strict_skips import (  # noqa: E402, F401
 with contextlib.suppress(ImportError):
     import torch  # noqa: F401
     import torchvision  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def exported(request, tmp_path_factory):
+    """The exporter tests' models (exported_models.py), exported once per session and shared by
+    every test module: `exported((model, exporter))` is the folder of that export."""
+    import exported_models
+
+    return exported_models.export_cache(request, tmp_path_factory)

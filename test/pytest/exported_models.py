@@ -290,6 +290,11 @@ CASES = [
 ]
 
 
+def cases(framework: str) -> list[tuple[str, str]]:
+    """The (model, exporter) cases of the models of one framework ("torch", "keras")."""
+    return [case for case in CASES if MODELS[case[0]].framework == framework]
+
+
 def write_onnx(name: str, exporter: str, path: str | os.PathLike) -> object:
     """Export model `name` with an ONNX exporter (torchscript, dynamo, tf2onnx) to `path`;
     returns the source model it exported (bench/gpu.py runs it as the framework's own peer)."""

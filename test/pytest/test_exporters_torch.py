@@ -20,12 +20,7 @@ pytest.importorskip("onnxscript")
 
 import exported_models  # noqa: E402 - a module beside this one (conftest.py)
 
-CASES = [c for c in exported_models.CASES if exported_models.MODELS[c[0]].framework == "torch"]
-
-
-@pytest.fixture(scope="session")
-def exported(request, tmp_path_factory):
-    return exported_models.export_cache(request, tmp_path_factory)
+CASES = exported_models.cases("torch")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{m}-{e}" for m, e in CASES])

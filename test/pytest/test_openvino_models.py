@@ -59,11 +59,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def exported(request, tmp_path_factory):
-    return exported_models.export_cache(request, tmp_path_factory)
-
-
 @pytest.mark.parametrize("case", CASES, ids=[f"{m}-{e}" for m, e in CASES])
 def test_exported_model(exported, case):
     framework = exported_models.MODELS[case[0]].framework

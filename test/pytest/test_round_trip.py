@@ -161,22 +161,17 @@ EXPORTED = (
 )
 
 
-@pytest.fixture(scope="session")
-def export_cache(request, tmp_path_factory):
-    return EXPORTED.export_cache(request, tmp_path_factory)
-
-
 @pytest.mark.parametrize("case", EXPORTED.CASES if EXPORTED else [], ids="-".join)
-def test_exported_model_round_trips_after_every_pass(case, export_cache) -> None:
+def test_exported_model_round_trips_after_every_pass(case, exported) -> None:
     from mlconv.frontends.load import load_model
 
-    folder = export_cache(case)
+    folder = exported(case)
     run_default_pipeline(load_model(str(EXPORTED.model_file(folder, case[1]))))
 
 
 @pytest.mark.required  # CI installs torch (the exporters extra)
 @pytest.mark.skipif(EXPORTED is None, reason="exported_models needs torch")
-def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
+def test_ssdlite_round_trips_after_every_pass(exported) -> None:
     """SSDlite (TorchScript): a call binds the image's shape and, as its NonZero and
     NonMaxSuppression need constant data, its value; the module round-trips after every pass."""
     from xdsl.dialects import func
@@ -189,7 +184,7 @@ def test_ssdlite_round_trips_after_every_pass(export_cache) -> None:
     from mlconv.passes.pipelines import CoreToTpuPipeline, to_core_passes
     from mlconv.signature.module_io import find_main
 
-    module = load_model(str(EXPORTED.ssdlite_file(export_cache)))
+    module = load_model(str(EXPORTED.ssdlite_file(exported)))
     seen: set[str] = set()
     assert_round_trips(module, "the import", seen)
     ctx = make_context()
