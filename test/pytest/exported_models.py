@@ -248,6 +248,21 @@ def _keras_transformer():
     return keras.Model(x, keras.layers.LayerNormalization()(h + f))
 
 
+def keras_transformer_block():
+    """A post-norm transformer block on a static 1x6x16 input (two-head attention, exact GELU
+    MLP) with Keras's default initializers: test_tf_frontend and test_tf_to_core import it."""
+    import keras
+
+    inputs = keras.Input((6, 16), batch_size=1)
+    attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="mha")(inputs, inputs)
+    x = keras.layers.LayerNormalization(name="ln1")(inputs + attn)
+    h = keras.layers.Dense(32, name="ff1")(x)
+    h = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=False))(h)
+    h = keras.layers.Dense(16, name="ff2")(h)
+    outputs = keras.layers.LayerNormalization(name="ln2")(x + h)
+    return keras.Model(inputs, outputs)
+
+
 def _sequence_input(batch: int, seed: int) -> list[np.ndarray]:
     return [np.random.default_rng(seed).standard_normal((batch, 16, 32)).astype(np.float32)]
 

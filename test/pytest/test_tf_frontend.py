@@ -12,6 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+import exported_models  # noqa: E402 - a module beside this one (conftest.py)
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, NameLoc  # noqa: E402
 from xdsl.parser import Parser  # noqa: E402
 from xdsl.printer import Printer  # noqa: E402
@@ -46,17 +47,6 @@ def _cnn() -> keras.Model:
         ]
     )
     return model
-
-
-def _transformer() -> keras.Model:
-    inputs = keras.Input((6, 16), batch_size=1)
-    attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="mha")(inputs, inputs)
-    x = keras.layers.LayerNormalization(name="ln1")(inputs + attn)
-    h = keras.layers.Dense(32, name="ff1")(x)
-    h = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=False))(h)
-    h = keras.layers.Dense(16, name="ff2")(h)
-    outputs = keras.layers.LayerNormalization(name="ln2")(x + h)
-    return keras.Model(inputs, outputs)
 
 
 class _Wrapper(tf.Module):
@@ -105,7 +95,11 @@ def cnn(tmp_path_factory):
 @pytest.fixture(scope="module")
 def transformer(tmp_path_factory):
     keras.utils.set_random_seed(0)
-    path, concrete = _save(_transformer(), [1, 6, 16], tmp_path_factory.mktemp("transformer"))
+    path, concrete = _save(
+        exported_models.keras_transformer_block(),
+        [1, 6, 16],
+        tmp_path_factory.mktemp("transformer"),
+    )
     return path, concrete
 
 

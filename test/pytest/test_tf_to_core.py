@@ -23,7 +23,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
+import exported_models  # noqa: E402 - a module beside this one (conftest.py)
+import sensitivity  # noqa: E402
 
 import mlconv  # noqa: E402
 from mlconv.dialects import make_context  # noqa: E402
@@ -38,17 +39,6 @@ SIZE = 64
 RTOL = 1e-4
 # Bump when a model builder changes, so cached SavedModels are rebuilt.
 CACHE_VERSION = "3"
-
-
-def transformer() -> keras.Model:
-    inputs = keras.Input((6, 16), batch_size=1)
-    attn = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="mha")(inputs, inputs)
-    x = keras.layers.LayerNormalization(name="ln1")(inputs + attn)
-    h = keras.layers.Dense(32, name="ff1")(x)
-    h = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=False))(h)
-    h = keras.layers.Dense(16, name="ff2")(h)
-    outputs = keras.layers.LayerNormalization(name="ln2")(x + h)
-    return keras.Model(inputs, outputs)
 
 
 def conv_bn_relu_pool() -> keras.Model:
@@ -78,7 +68,7 @@ MODELS = {
     "MobileNetV2": (cnn("MobileNetV2"), [1, SIZE, SIZE, 3]),
     "ResNet50": (cnn("ResNet50"), [1, SIZE, SIZE, 3]),
     "EfficientNetB0": (cnn("EfficientNetB0"), [1, SIZE, SIZE, 3]),
-    "transformer": (transformer, [1, 6, 16]),
+    "transformer": (exported_models.keras_transformer_block, [1, 6, 16]),
     "conv_bn_relu_pool": (conv_bn_relu_pool, [1, 16, 16, 3]),
 }
 
