@@ -7,6 +7,7 @@ import numpy as np
 from mlconv.dense import element_type
 from mlconv.dialects import core
 from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.passes.tflite_patterns import fixed_point as fx
 from mlconv.passes.tflite_patterns import lowering
 from mlconv.passes.tflite_patterns.nn import int8_activation_bounds, int8_per_tensor
 
@@ -91,7 +92,6 @@ for _name, _class in {
     "LOGISTIC": core.SigmoidOp,
     "TANH": core.TanhOp,
     "RELU": core.ReluOp,
-    "HARD_SWISH": core.HSwishOp,
     "EXP": core.ExpOp,
     "NEG": core.NegativeOp,
     "ABS": core.AbsOp,
@@ -130,11 +130,84 @@ def gelu(op, b):
     return [b(core.GeluOp, b.x(op, 0), approximation_mode=mode)]
 
 
+def _int8_unary(op, b):
+    """(int8 operand, its (scale, zero point), the result's) when both are int8 per tensor."""
+    source = b.raw(op, 0)
+    qin, qout = b.qtypes.get(source), _result_qtype(op)
+    if not (int8_per_tensor(qin) and int8_per_tensor(qout)):
+        return None
+    params = [(np.float32(q.scale_values()[0]), int(q.zero_point_values()[0])) for q in (qin, qout)]
+    return source, *params
+
+
+@lowering("HARD_SWISH")
+def hard_swish(op, b):
+    """int8: TFLite's fixed-point kernel (XNNPACK does not take it), tabulated
+    (`_hard_swish_rule`); the float path rounds differently in 1-2 of the 256 inputs."""
+    int8 = _int8_unary(op, b)
+    if int8 is None:
+        return [b(core.HSwishOp, b.x(op, 0))]
+    source, qin, qout = int8
+    return [fx.lookup(b, source, lambda q: _hard_swish_rule(q, qin, qout))]
+
+
+def _hard_swish_rule(q, qin, qout):
+    """TFLite's int8 HardSwish: x on a "high resolution" scale s_in/128 in int16; the output
+    multiplier (s_in/128)/s_out and the "relu-ish" multiplier (s_in/128)/(3/32768), each an
+    int16 fixed-point multiplier and an exponent; relu-ish = clamp(x/3, -1, 1) as 16-bit
+    fixed point, moved to [0, 1]; their truncating doubling high product, rounded by the
+    output exponent."""
+    (scale_in, zp_in), (scale_out, zp_out) = qin, qout
+    hires = np.float32(np.float32(1.0 / 128.0) * scale_in)
+    out_q, out_exp = fx.quantize_multiplier(np.float32(hires / scale_out))
+    relu_q, relu_exp = fx.quantize_multiplier(np.float32(hires / np.float32(3.0 / 32768.0)))
+    out_m, relu_m = fx.to_int16_multiplier(out_q), fx.to_int16_multiplier(relu_q)
+    x = (q - zp_in) * 128
+    scaled = fx.rounding_doubling_high_mul16(x, out_m)
+    relu = x
+    if relu_exp > 0:
+        relu = fx.saturate16(relu * (1 << (relu_exp - 1)))
+    relu = fx.rounding_doubling_high_mul16(relu, relu_m)
+    if relu_exp > 0:
+        relu = fx.saturate16(relu * 2)
+    elif relu_exp < 0:
+        relu = fx.rounding_divide_by_pot(relu, -relu_exp)
+    relu = (relu + (1 << 15)) >> 1
+    product = fx.doubling_high_mul16(relu, scaled)
+    return fx.rounding_divide_by_pot(product, -out_exp) + zp_out
+
+
 @lowering("LEAKY_RELU")
 def leaky_relu(op, b):
+    int8 = _int8_unary(op, b)
+    if int8 is not None:
+        exact = _xnnpack_leaky_relu(op, b, *int8)
+        if exact is not None:
+            return [exact]
     x = b.x(op, 0)
     alpha = b.const(np.float32(op.options()["alpha"]))
     return [b(core.MaximumOp, x, b(core.MultiplyOp, x, alpha))]
+
+
+def _xnnpack_leaky_relu(op, b, source, qin, qout):
+    """int8 LEAKY_RELU as XNNPACK computes it: multipliers with 8 fractional bits,
+    m+ = round(256 * s_in / s_out) and m- = round(256 * alpha * s_in / s_out) (f32, half to
+    even), and q_out = zp_out + floor((m * (q_in - zp_in) + 128) / 256), m by the sign of
+    q_in - zp_in. The float path is one step off in 25 of the 256 inputs (alpha 0.2).
+    XNNPACK's ranges: 2^-8 <= s_in / s_out <= 2^7 and 2^-8 <= |alpha s_in / s_out|."""
+    (scale_in, zp_in), (scale_out, zp_out) = qin, qout
+    positive = np.float32(scale_in / scale_out)
+    negative = np.float32(positive * np.float32(op.options()["alpha"]))
+    if not (2.0**-8 <= positive <= 2.0**7 and 2.0**-8 <= abs(negative) <= 2.0**7):
+        return None
+    m_pos = int(np.rint(np.float32(256.0) * positive))
+    m_neg = int(np.rint(np.float32(256.0) * negative))
+
+    def rule(q):
+        x = q - zp_in
+        return ((x * np.where(x >= 0, m_pos, m_neg) + 128) >> 8) + zp_out
+
+    return fx.lookup(b, source, rule)
 
 
 @lowering("QUANTIZE", "DEQUANTIZE")
@@ -142,7 +215,30 @@ def quantize(op, b):
     # The operand arrives dequantized and the pass quantizes the result: requantization too,
     # except int8 -> int8 requantization within XNNPACK's scale range (below).
     requantized = _xnnpack_requantize(op, b)
+    if requantized is None:
+        requantized = _xnnpack_quantize(op, b)
     return [b.x(op, 0) if requantized is None else requantized]
+
+
+def _xnnpack_quantize(op, b):
+    """f32 -> int8 QUANTIZE as LiteRT runs it by default, in XNNPACK's convert operator:
+    q = zp + round_half_to_even(x * float32(1 / scale)), saturated. Dividing by the scale and
+    rounding half away from zero (the generic path) differs on inputs halfway between two
+    steps (86 of 512 such inputs) and, rarely, where x / s and x * (1 / s) round apart."""
+    source = b.raw(op, 0)
+    qout = _result_qtype(op)
+    if b.qtypes.get(source) is not None or not int8_per_tensor(qout):
+        return None
+    if b.dtype(source) != np.float32:
+        return None
+    (scale,), (zero_point,) = qout.scale_values(), qout.zero_point_values()
+    inverse = np.float32(1.0) / np.float32(scale)
+    x = b(core.MultiplyOp, source, b.const(inverse))
+    x = b(core.RoundOp, x, mode="half_to_even")
+    if zero_point:
+        x = b(core.AddOp, x, b.const(np.float32(zero_point)))
+    x = b(core.ClampOp, x, min=-128.0, max=127.0)
+    return b(core.ConvertOp, x, destination_type=element_type(np.int8))
 
 
 def _xnnpack_requantize(op, b):

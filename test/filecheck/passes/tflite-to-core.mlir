@@ -159,3 +159,28 @@ func.func @control_flow(%c: tensor<i1>, %x: tensor<?x4xf32>) -> (tensor<i32>, te
   }) {version = 1 : i32} : (tensor<i32>, tensor<?x4xf32>) -> (tensor<i32>, tensor<?x4xf32>)
   func.return %n, %v : tensor<i32>, tensor<?x4xf32>
 }
+
+// -----
+
+// int8 as LiteRT computes it. f32 -> int8 QUANTIZE as XNNPACK's convert: x * (1 / scale)
+// rounded half to even. int8 LEAKY_RELU (XNNPACK's 8-bit multipliers) and HARD_SWISH (TFLite's
+// 16-bit fixed point) are tabulated over the 256 int8 inputs at compile time and looked up,
+// the int8 value itself the index (q = 0 first, -1 last). Leaky, q = 0: x = -15,
+// m- = round(256 * 0.05 / 0.03 * 0.2) = 85, floor((-15 * 85 + 128) / 256) - 76 = -81 (0xAF).
+// CHECK-LABEL: func.func @int8_exact
+// CHECK-SAME:    (%{{.*}}: tensor<1x4xf32>) -> (tensor<1x4xi8>, tensor<1x4xi8>)
+// CHECK:         %[[INV:.*]] = core.Constant {value = dense<2.000000e+01> : tensor<f32>}
+// CHECK:         %[[S:.*]] = "core.Multiply"(%{{.*}}, %[[INV]])
+// CHECK:         %[[R:.*]] = "core.Round"(%[[S]]) {mode = "half_to_even"}
+// CHECK:         %[[X:.*]] = "core.Convert"(%{{.*}}) {destination_type = i8}
+// CHECK:         %[[I:.*]] = "core.Convert"(%[[X]]) {destination_type = i32}
+// CHECK:         %[[LEAKY:.*]] = core.Constant {value = dense<"0xAFAFB0B0B0B1{{.*}}"> : tensor<256xi8>}
+// CHECK:         %[[L:.*]] = "core.Gather"(%[[LEAKY]], %[[I]], %{{.*}}) : (tensor<256xi8>, tensor<1x4xi32>, tensor<i64>) -> tensor<1x4xi8>
+// CHECK:         %[[H:.*]] = "core.Gather"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<256xi8>, tensor<1x4xi32>, tensor<i64>) -> tensor<1x4xi8>
+// CHECK:         func.return %[[L]], %[[H]]
+func.func @int8_exact(%f: tensor<1x4xf32>) -> (tensor<1x4x!quant.uniform<i8:f32, 0.03:-76>>, tensor<1x4x!quant.uniform<i8:f32, 0.0375:-118>>) {
+  %x = "tflite.QUANTIZE"(%f) {version = 1 : i32} : (tensor<1x4xf32>) -> tensor<1x4x!quant.uniform<i8:f32, 0.05:15>> loc("quantize")
+  %l = "tflite.LEAKY_RELU"(%x) {alpha = 2.000000e-01 : f32, version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.05:15>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.03:-76>> loc("leaky")
+  %h = "tflite.HARD_SWISH"(%x) {version = 1 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.05:15>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0375:-118>> loc("hard_swish")
+  func.return %l, %h : tensor<1x4x!quant.uniform<i8:f32, 0.03:-76>>, tensor<1x4x!quant.uniform<i8:f32, 0.0375:-118>>
+}
