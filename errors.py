@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import NameLoc, UnknownLoc
-from xdsl.ir import Attribute, Operation
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.ir import Attribute, Operation
 
 
 def describe_location(location: Attribute | None) -> str | None:
     """The source node's name for a NameLoc, `file:line:col` for a FileLineColLoc, else None."""
+    # Here, not at the top: a warm process (backends/program_cache.py) raises these errors
+    # without ever loading xDSL (~0.3 s of imports).
+    from xdsl.dialects.builtin import NameLoc, UnknownLoc
+
     if location is None or isinstance(location, UnknownLoc):
         return None
     if isinstance(location, NameLoc):

@@ -33,16 +33,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
 from mlconv.backends import compile_cache
 from mlconv.backends.compile_cache import cpu_description
 from mlconv.errors import MlconvError, OptionError
 from mlconv.version import __version__
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 BACKENDS = ("auto", "xla", "openvino")
 ALIASES = {"jax": "xla"}

@@ -249,6 +249,8 @@ class CompiledRegion:
         return self._jitted(self.constants, *map(self._input, args, self.input_dtypes))
 
     def _input(self, value: Any, dtype: np.dtype) -> Any:
+        if type(value) is np.ndarray and value.dtype == dtype:  # the common case, first
+            return value
         if isinstance(value, jax.Array):  # on another device: jit would refuse it
             return (
                 value if value.sharding == self.sharding else jax.device_put(value, self.sharding)
@@ -373,6 +375,14 @@ def _compile_body(
             returned = list(op.operands)
         else:
             raise BackendError.at(op, "is outside a tpu.region; run the core-to-tpu pass first")
+
+    if (
+        len(steps) == 1
+        and isinstance(steps[0][1], CompiledRegion)
+        and list(steps[0][0].operands) == list(block.args)
+        and returned == list(steps[0][0].results)
+    ):
+        return steps[0][1]  # @main is one region, its arguments and results: no bookkeeping
 
     def run(*args: Any) -> list[Any]:
         env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))

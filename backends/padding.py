@@ -49,6 +49,9 @@ from mlconv.version import __version__
 DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096)
 """Sizes a padded dim takes; past the last one, the next power of two."""
 
+PLANS = 4096
+"""Input shapes a PaddedModule keeps the padding and slicing of (then it starts afresh)."""
+
 RTOL, ATOL = 1e-4, 1e-5
 """How close padded outputs must be to unpadded ones (the reductions sum in another order)."""
 
@@ -202,6 +205,7 @@ class PaddedModule:
         self.cuts: list[list[int | None]] | None = None  # per output axis: the dim it grew by
         self.unpadded: str | None = None  # why padding was given up (default pad_dims only)
         self._checked: set[Any] = set()  # padded shapes whose random-fill check passed
+        self._plans: dict[tuple, tuple[list, list]] = {}  # input shapes: (pads, cuts)
         self.record = record
         if record is not None:
             self.cuts = _read_record(record, len(self.output_names), len(dims))
@@ -218,18 +222,71 @@ class PaddedModule:
         arrays = [np.asarray(a) for a in bind_inputs(self.input_specs, args, named)]
         if self.unpadded is not None:
             return self.inner(*arrays)
+        plan = self._plans.get(tuple(a.shape for a in arrays))
+        if plan is not None:  # a checked bucket, at input shapes seen before: few steps
+            pads, cuts = plan
+            padded = list(arrays)
+            for index, shape, where in pads:
+                padded[index] = array = np.zeros(shape, arrays[index].dtype)
+                array[where] = arrays[index]
+            return [
+                np.asarray(o) if cut is None else np.asarray(o)[cut]
+                for o, cut in zip(self.inner.run_bound(padded), cuts, strict=True)
+            ]
         deltas = self._deltas(arrays)
         padded = self._padded(arrays, deltas)
         if self.cuts is None or self._key(padded) not in self._checked:
             try:
-                return self._verify(arrays, deltas, padded)
+                outputs = self._verify(arrays, deltas, padded)
             except BackendError as error:
                 if self.explicit:
                     raise
                 warnings.warn(f"mlconv: {error}; compiling every shape instead", stacklevel=2)
                 self.unpadded = str(error)
                 return self.inner(*arrays)
-        return self._sliced(self.inner.run_bound(padded), deltas)
+        else:
+            outputs = self._sliced(self.inner.run_bound(padded), deltas)
+        if self.cuts is not None and self._key(padded) in self._checked:
+            self._remember(arrays, deltas)
+        return outputs
+
+    def _remember(self, arrays: list[np.ndarray], deltas: list[int]) -> None:
+        """Keep how inputs of these shapes are padded and outputs cut (`_plans`), as slices:
+        the next call at these shapes skips `_deltas`, `_padded` and `_sliced`."""
+        if len(self._plans) >= PLANS:
+            self._plans.clear()
+        placed: dict[int, tuple[list[int], list[int]]] = {}  # index: (shape, offsets)
+        for dim, delta in zip(self.dims, deltas, strict=True):
+            if not delta:
+                continue
+            axes = list(dim.axes) + (
+                [(dim.mask, arrays[dim.mask].ndim - 1)] if dim.mask is not None else []
+            )
+            for index, axis in axes:
+                shape, offsets = placed.setdefault(
+                    index, (list(arrays[index].shape), [0] * arrays[index].ndim)
+                )
+                shape[axis] += delta
+                offsets[axis] += delta if dim.spec.side == "left" else 0
+        pads = [
+            (
+                index,
+                tuple(shape),
+                tuple(slice(o, o + n) for o, n in zip(offsets, arrays[index].shape, strict=True)),
+            )
+            for index, (shape, offsets) in placed.items()
+        ]
+        cuts = []
+        for row in self.cuts:
+            where = [slice(None)] * len(row)
+            for axis, which in enumerate(row):
+                if which is not None and deltas[which]:
+                    amount = deltas[which]
+                    left = self.dims[which].spec.side == "left"
+                    where[axis] = slice(amount, None) if left else slice(0, -amount)
+            cut = tuple(where)
+            cuts.append(None if all(w == slice(None) for w in where) else cut)
+        self._plans[tuple(a.shape for a in arrays)] = (pads, cuts)
 
     def _deltas(self, arrays: list[np.ndarray]) -> list[int]:
         deltas = []
