@@ -83,3 +83,21 @@ func.func @no_shuffle_extra_use(%x: tensor<1x8x3x3xf32>) -> (tensor<1x8x3x3xf32>
   %y = "core.Reshape"(%b, %s2) : (tensor<1x4x2x3x3xf32>, tensor<4xi64>) -> tensor<1x8x3x3xf32>
   func.return %y, %b : tensor<1x8x3x3xf32>, tensor<1x4x2x3x3xf32>
 }
+
+// -----
+
+// Negative: a block of 2 read off the shapes, but 6 channels do not divide by 2*2 (the
+// candidate's semantics refuse the shape: no DepthToSpace, and no crash).
+
+// CHECK-LABEL: func.func @no_depth_to_space_channels_not_divisible
+// CHECK:         core.Transpose
+// CHECK-NOT:     core.DepthToSpace
+func.func @no_depth_to_space_channels_not_divisible(%x: tensor<1x6x2x3xf32>) -> tensor<1x3x4x3xf32> {
+  %s = core.Constant {value = dense<[1, 3, 2, 2, 3]> : tensor<5xi64>} : tensor<5xi64>
+  %r = "core.Reshape"(%x, %s) : (tensor<1x6x2x3xf32>, tensor<5xi64>) -> tensor<1x3x2x2x3xf32>
+  %o = core.Constant {value = dense<[0, 1, 3, 2, 4]> : tensor<5xi64>} : tensor<5xi64>
+  %t = "core.Transpose"(%r, %o) : (tensor<1x3x2x2x3xf32>, tensor<5xi64>) -> tensor<1x3x2x2x3xf32>
+  %s2 = core.Constant {value = dense<[1, 3, 4, 3]> : tensor<4xi64>} : tensor<4xi64>
+  %y = "core.Reshape"(%t, %s2) : (tensor<1x3x2x2x3xf32>, tensor<4xi64>) -> tensor<1x3x4x3xf32>
+  func.return %y : tensor<1x3x4x3xf32>
+}
