@@ -36,8 +36,10 @@ PYTEST="$PY -m pytest -q -x -p no:cacheprovider ${PYTEST_ARGS:-}"
 declare -A FILE TESTS LIT
 add() { FILE[$1]=$2; TESTS[$1]=$3; LIT[$1]=${4:-}; }  # 4th: lit tests run after pytest
 add batcher          converter/batcher.py                   "test/pytest/test_batching.py test/pytest/test_mlconv_convert.py::test_batching_needs_functions_converted_for_one_row"
-add serving          converter/serving.py                   "test/pytest/test_serving_limits.py"
-add artifact         converter/artifact.py                  "test/pytest/test_artifact_trust.py test/pytest/test_artifact_host_part.py"
+add serving          converter/serving.py                   "test/pytest/test_serving_limits.py test/pytest/test_open_inference.py"
+add http_request     backends/http_request.py               "test/pytest/test_fuzz_readers.py::test_http_request_parser test/pytest/test_open_inference.py test/pytest/test_serving_limits.py"
+add open_inference   backends/open_inference.py             "test/pytest/test_open_inference.py"
+add artifact         converter/artifact.py                  "test/pytest/test_artifact_trust.py -k \"not tensorflow_host_part\""
 add sharding         converter/sharding.py                  "test/pytest/test_sharding.py"
 add openvino_ir      backends/openvino_ir.py               "test/pytest/test_openvino_ir.py test/pytest/test_openvino_ir_trust.py"
 add openvino_layers  backends/openvino_layers.py           "test/pytest/test_openvino_ir.py test/pytest/test_openvino_oracle.py"
@@ -50,7 +52,7 @@ add compare_source   verify/compare_source.py               "test/pytest/test_co
 # filterlist conversion left out: seconds per mutant on a shared 2-core machine)
 add converter_options converter/options.py           "test/pytest/test_options_trust.py test/pytest/test_mlconv_convert.py -k \"not filterlist_naming_no_op and not end_to_end and not write_nothing and (options or seed_example_parses or schema_numbers or field_path or default_states or one_line or utf8)\""
 MODULES=("$@")
-[ ${#MODULES[@]} -eq 0 ] && MODULES=(batcher serving artifact sharding openvino_ir openvino_layers core_quantize tpu_quantize core_fusions check_numerics compare_source converter_options)
+[ ${#MODULES[@]} -eq 0 ] && MODULES=(batcher serving http_request open_inference artifact sharding openvino_ir openvino_layers core_quantize tpu_quantize core_fusions check_numerics compare_source converter_options)
 
 SCRATCH=$(mktemp -d /tmp/mlconv-mutation.XXXXXX)
 git -C "$ROOT" worktree add -q --detach "$SCRATCH/mlconv" "${AT:-HEAD}"
