@@ -82,6 +82,8 @@ UNSUPPORTED: dict[str, str] = {
     "core.DequantizeLinear": "mlconv-only op; OpenVINO dequantizes with Convert+Subtract+Multiply",
     "core.BitCast": "mlconv-only op; OpenVINO has no bit cast",
     "core.Trilu": "mlconv-only op (ONNX Trilu); OpenVINO has no Trilu",
+    "core.DynamicSlice": "mlconv-only op (XLA DynamicSlice); OpenVINO's Slice has no static size",
+    "core.DynamicUpdateSlice": "mlconv-only op (XLA DynamicUpdateSlice); OpenVINO has none",
     "core.NonMaxSuppression": "OpenVINO's NonMaxSuppression-9 has three outputs, core's one",
 }
 

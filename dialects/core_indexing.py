@@ -13,8 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.utils.exceptions import VerifyException
 
-from mlconv.dialects.core_base import BOOL, INT, STR, TYPE, CoreOp, core_op
+from mlconv.dialects.core_base import BOOL, INT, INTS, STR, TYPE, CoreOp, core_op
 
 
 def _ints(value) -> list[int]:
@@ -54,6 +56,94 @@ class SliceOp(CoreOp):
         for axis, first, last, stride in zip(axis_list, starts, stops, steps, strict=True):
             index[axis % data.ndim] = slice(first, last, stride)
         return data[tuple(index)]
+
+
+def _dims(value) -> tuple[int, ...] | None:
+    t = value.type
+    return tuple(t.get_shape()) if isinstance(t, TensorType) else None
+
+
+def _check_start(start, rank: int) -> None:
+    """`start`: a 1-D integer tensor with one index per dim of the data."""
+    t = start.type
+    if not isinstance(t, TensorType) or not isinstance(t.get_element_type(), IntegerType):
+        raise VerifyException("start must be a tensor of integers")
+    shape = t.get_shape()
+    if len(shape) != 1 or shape[0] not in (-1, rank):
+        raise VerifyException(f"start must be 1-D with one index per data dim ({rank})")
+
+
+def _start_indices(start, rank: int) -> list:
+    return [start[i] for i in range(rank)]
+
+
+@core_op(operands=("data", "start"), attributes={"sizes": INTS})
+class DynamicSliceOp(CoreOp):
+    """The `sizes`-shaped block of `data` starting at the computed `start` (one index per dim);
+    a start that would run past the end is clamped so the block fits, as XLA's DynamicSlice
+    does. The result shape is static whatever the start's value, so it can be carried through
+    a loop. OpenVINO's Slice takes computed bounds but gives a value-dependent shape; an mlconv
+    extension (XLA DynamicSlice semantics).
+
+        %y = "core.DynamicSlice"(%x, %start) {sizes = array<i64: 1, 4>}
+               : (tensor<5x4xf32>, tensor<2xi32>) -> tensor<1x4xf32>
+    """
+
+    name = "core.DynamicSlice"
+    VERSION = 1
+
+    def verify_semantics(self) -> None:
+        sizes = list(self.attribute_values()["sizes"])
+        dims = _dims(self.data)
+        if dims is None:
+            return
+        if len(sizes) != len(dims):
+            raise VerifyException(f"sizes has {len(sizes)} entries for data of rank {len(dims)}")
+        _check_start(self.start, len(dims))
+        for axis, (size, dim) in enumerate(zip(sizes, dims, strict=True)):
+            if size < 0 or (dim >= 0 and size > dim):
+                raise VerifyException(f"size {size} of dim {axis} is outside 0..{dim}")
+        result = _dims(self.output)
+        if result is not None and list(result) != sizes:
+            shown = "x".join("?" if d < 0 else str(d) for d in result)
+            raise VerifyException(f"result shape {shown} must equal sizes {sizes}")
+
+    @staticmethod
+    def semantics(data, start, *, sizes):
+        return lax.dynamic_slice(data, _start_indices(start, data.ndim), tuple(sizes))
+
+
+@core_op(operands=("data", "update", "start"))
+class DynamicUpdateSliceOp(CoreOp):
+    """A copy of `data` with `update` written at the computed `start` (one index per dim),
+    clamped so the update fits, as XLA's DynamicUpdateSlice (and TFLite's
+    DYNAMIC_UPDATE_SLICE) does; the result has the data's type. An mlconv extension.
+
+        %y = "core.DynamicUpdateSlice"(%x, %u, %start)
+               : (tensor<5x4xf32>, tensor<1x4xf32>, tensor<2xi32>) -> tensor<5x4xf32>
+    """
+
+    name = "core.DynamicUpdateSlice"
+    VERSION = 1
+
+    def verify_semantics(self) -> None:
+        dims, update = _dims(self.data), _dims(self.update)
+        if dims is None or update is None:
+            return
+        if len(update) != len(dims):
+            raise VerifyException(f"update has rank {len(update)}, data rank {len(dims)}")
+        _check_start(self.start, len(dims))
+        for axis, (u, d) in enumerate(zip(update, dims, strict=True)):
+            if u >= 0 and d >= 0 and u > d:
+                raise VerifyException(f"update dim {axis} ({u}) is larger than the data's ({d})")
+        if self.output.type != self.data.type:
+            raise VerifyException("result type must equal the data's type")
+
+    @staticmethod
+    def semantics(data, update, start):
+        return lax.dynamic_update_slice(
+            data, update.astype(data.dtype), _start_indices(start, data.ndim)
+        )
 
 
 @core_op(
@@ -651,6 +741,8 @@ class UniqueOp(CoreOp):
 
 OPS: list[type[CoreOp]] = [
     SliceOp,
+    DynamicSliceOp,
+    DynamicUpdateSliceOp,
     SplitOp,
     VariadicSplitOp,
     PadOp,

@@ -48,6 +48,7 @@ from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.passes.core_infer_shapes import update_signature
 from mlconv.passes.lowering import driver
 from mlconv.passes.tflite_patterns.builder import tflite_builder
+from mlconv.passes.tflite_patterns.lists import fold_list_writes
 
 
 def _qtype(value: SSAValue) -> UniformQuantizedType | None:
@@ -127,6 +128,7 @@ def lower_function(function: func.FuncOp, keep_dynamic: bool, **options: Any) ->
             Rewriter.replace_op(op, constant)
             if qtype is not None:
                 qtypes[constant.output] = qtype
+    fold_list_writes(function)
 
     def finish(b: Any, result: SSAValue, value: SSAValue) -> SSAValue:
         """Quantized outputs are requantized (unless the pattern computed the integers)."""

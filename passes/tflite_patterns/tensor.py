@@ -21,6 +21,8 @@ def _reduction(op_class):
 
 
 for _name, _class in {
+    "REDUCE_ANY": core.ReduceLogicalOrOp,
+    "REDUCE_ALL": core.ReduceLogicalAndOp,
     "MEAN": core.ReduceMeanOp,
     "SUM": core.ReduceSumOp,
     "REDUCE_MAX": core.ReduceMaxOp,
@@ -239,8 +241,15 @@ def broadcast_to(op, b):
 
 @lowering("SLICE")
 def slice_(op, b):
-    begin = b.static(op, 1).astype(np.int64).reshape(-1)
+    """Constant bounds: a strided slice. A computed begin with a constant size (the block read
+    at a loop's counter): core.DynamicSlice, whose shape stays static (a begin that would run
+    past the end is clamped, where LiteRT refuses to run)."""
     size = b.static(op, 2).astype(np.int64).reshape(-1)
+    if b.constant(b.raw(op, 1)) is None:
+        if (size < 0).any():
+            raise b.fail("has a computed begin and a size of -1 (a value-dependent shape)")
+        return [b(core.DynamicSliceOp, b.x(op, 0), b.x(op, 1), sizes=[int(s) for s in size])]
+    begin = b.static(op, 1).astype(np.int64).reshape(-1)
     end = np.where(size < 0, 0, begin + size)
     return [
         b(
@@ -302,3 +311,24 @@ def unsorted_segment(op, b):
     rows = b(core.UnsqueezeOp, data, b.ints([0]))  # [1, n, ...]
     fill = b.const(np.asarray(identity(b.dtype(data)), b.dtype(data)))
     return [b(reduce, b(core.SelectOp, mask, rows, fill), b.ints([1]), keep_dims=False)]
+
+
+@lowering("DYNAMIC_UPDATE_SLICE")
+def dynamic_update_slice(op, b):
+    """`update` written into `operand` at the computed start, clamped so it fits (LiteRT's and
+    XLA's semantics alike)."""
+    return [b(core.DynamicUpdateSliceOp, b.x(op, 0), b.x(op, 1), b.x(op, 2))]
+
+
+@lowering("REVERSE_V2")
+def reverse_v2(op, b):
+    """A strided slice of stride -1 along the reversed axes (Keras's backward RNNs)."""
+    x = b.x(op, 0)
+    rank = b.ranked(x)
+    axes = {int(a) % rank for a in b.static(op, 1).reshape(-1)}
+    strides = [-1 if axis in axes else 1 for axis in range(rank)]
+    every = [1] * rank
+    zeros = b.ints([0] * rank)
+    return [
+        b(ctf.StridedSliceOp, x, zeros, zeros, b.ints(strides), begin_mask=every, end_mask=every)
+    ]

@@ -184,3 +184,39 @@ func.func @int8_exact(%f: tensor<1x4xf32>) -> (tensor<1x4x!quant.uniform<i8:f32,
   %h = "tflite.HARD_SWISH"(%x) {version = 1 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.05:15>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0375:-118>> loc("hard_swish")
   func.return %l, %h : tensor<1x4x!quant.uniform<i8:f32, 0.03:-76>>, tensor<1x4x!quant.uniform<i8:f32, 0.0375:-118>>
 }
+
+// -----
+
+// A TensorList write as TFLiteConverter lowers it (Keras GRU/LSTM/SimpleRNN without fusion):
+// CONCATENATION(SLICE(L, 0, [t,-1,-1]), item, SLICE(L, [t+1,0,0], [-1,2,4])) is L with row t
+// replaced: one core.DynamicUpdateSlice at the second begin minus one row; the two SLICEs of
+// value-dependent shape are gone. A SLICE with a computed begin and a constant size is a
+// core.DynamicSlice (static shape).
+// CHECK-LABEL: func.func @list_write
+// CHECK-SAME:    (%[[L:[a-z0-9_]+]]: tensor<5x2x4xf32>, %[[T:[a-z0-9_]+]]: tensor<1xi32>, %[[ITEM:[a-z0-9_]+]]: tensor<1x2x4xf32>)
+// CHECK:         "core.Add"
+// CHECK:         %[[B2:[a-z0-9_]+]] = "core.Concat"
+// CHECK:         %[[ROW:[a-z0-9_]+]] = core.Constant {value = dense<[1, 0, 0]> : tensor<3xi32>}
+// CHECK:         %[[START:[a-z0-9_]+]] = "core.Subtract"(%[[B2]], %[[ROW]])
+// CHECK:         %[[W:[a-z0-9_]+]] = "core.DynamicUpdateSlice"(%[[L]], %[[ITEM]], %[[START]]) : (tensor<5x2x4xf32>, tensor<1x2x4xf32>, tensor<3xi32>) -> tensor<5x2x4xf32>
+// CHECK:         %[[AT:[a-z0-9_]+]] = "core.Subtract"(%[[B2]], %{{.*}})
+// CHECK:         "core.DynamicSlice"(%[[W]], %[[AT]]) {sizes = array<i64: 2, 2, 4>} : (tensor<5x2x4xf32>, tensor<3xi32>) -> tensor<2x2x4xf32>
+// CHECK-NOT:     "core.StridedSlice"
+// CHECK-NOT:     tflite.
+func.func @list_write(%l: tensor<5x2x4xf32>, %t: tensor<1xi32>, %item: tensor<1x2x4xf32>) -> (tensor<5x2x4xf32>, tensor<2x2x4xf32>) {
+  %zeros = "tflite.CONST"() {value = dense<0> : tensor<3xi32>} : () -> tensor<3xi32>
+  %rest = "tflite.CONST"() {value = dense<-1> : tensor<2xi32>} : () -> tensor<2xi32>
+  %tail_size = "tflite.CONST"() {value = dense<[-1, 2, 4]> : tensor<3xi32>} : () -> tensor<3xi32>
+  %row0 = "tflite.CONST"() {value = dense<0> : tensor<2xi32>} : () -> tensor<2xi32>
+  %one = "tflite.CONST"() {value = dense<1> : tensor<1xi32>} : () -> tensor<1xi32>
+  %block = "tflite.CONST"() {value = dense<[2, 2, 4]> : tensor<3xi32>} : () -> tensor<3xi32>
+  %s1 = "tflite.CONCATENATION"(%t, %rest) {axis = 0 : i32, fused_activation_function = "NONE", version = 1 : i32} : (tensor<1xi32>, tensor<2xi32>) -> tensor<3xi32>
+  %head = "tflite.SLICE"(%l, %zeros, %s1) {version = 1 : i32} : (tensor<5x2x4xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<?x?x?xf32>
+  %t1 = "tflite.ADD"(%t, %one) {fused_activation_function = "NONE", version = 1 : i32} : (tensor<1xi32>, tensor<1xi32>) -> tensor<1xi32>
+  %b2 = "tflite.CONCATENATION"(%t1, %row0) {axis = 0 : i32, fused_activation_function = "NONE", version = 1 : i32} : (tensor<1xi32>, tensor<2xi32>) -> tensor<3xi32>
+  %tail = "tflite.SLICE"(%l, %b2, %tail_size) {version = 1 : i32} : (tensor<5x2x4xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<?x2x4xf32>
+  %w = "tflite.CONCATENATION"(%head, %item, %tail) {axis = 0 : i32, fused_activation_function = "NONE", version = 1 : i32} : (tensor<?x?x?xf32>, tensor<1x2x4xf32>, tensor<?x2x4xf32>) -> tensor<5x2x4xf32>
+  %start = "tflite.SUB"(%b2, %one) {fused_activation_function = "NONE", version = 1 : i32} : (tensor<3xi32>, tensor<1xi32>) -> tensor<3xi32>
+  %r = "tflite.SLICE"(%w, %start, %block) {version = 1 : i32} : (tensor<5x2x4xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<2x2x4xf32>
+  func.return %w, %r : tensor<5x2x4xf32>, tensor<2x2x4xf32>
+}

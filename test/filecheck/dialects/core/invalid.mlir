@@ -126,3 +126,75 @@ func.func @image_decoder_bad_format(%bytes: tensor<64xui8>) -> tensor<*xui8> {
   %y = "core.ImageDecoder"(%bytes) {pixel_format = "RGBA"} : (tensor<64xui8>) -> tensor<*xui8>
   func.return %y : tensor<*xui8>
 }
+
+// -----
+
+func.func @dynamic_slice_sizes_rank(%x: tensor<5x4xf32>, %s: tensor<2xi32>) -> tensor<1xf32> {
+  // expected-error @+1 {{'core.DynamicSlice' op sizes has 1 entries for data of rank 2}}
+  %y = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1>} : (tensor<5x4xf32>, tensor<2xi32>) -> tensor<1xf32>
+  func.return %y : tensor<1xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_float_start(%x: tensor<5x4xf32>, %s: tensor<2xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{'core.DynamicSlice' op start must be a tensor of integers}}
+  %y = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1, 4>} : (tensor<5x4xf32>, tensor<2xf32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_start_length(%x: tensor<5x4xf32>, %s: tensor<3xi32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{'core.DynamicSlice' op start must be 1-D with one index per data dim (2)}}
+  %y = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1, 4>} : (tensor<5x4xf32>, tensor<3xi32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_too_large(%x: tensor<5x4xf32>, %s: tensor<2xi32>) -> tensor<1x6xf32> {
+  // expected-error @+1 {{'core.DynamicSlice' op size 6 of dim 1 is outside 0..4}}
+  %y = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1, 6>} : (tensor<5x4xf32>, tensor<2xi32>) -> tensor<1x6xf32>
+  func.return %y : tensor<1x6xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_result(%x: tensor<5x4xf32>, %s: tensor<2xi32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'core.DynamicSlice' op result shape ?x4 must equal sizes [1, 4]}}
+  %y = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1, 4>} : (tensor<5x4xf32>, tensor<2xi32>) -> tensor<?x4xf32>
+  func.return %y : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @dynamic_update_slice_rank(%x: tensor<5x4xf32>, %u: tensor<4xf32>, %s: tensor<2xi32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{'core.DynamicUpdateSlice' op update has rank 1, data rank 2}}
+  %y = "core.DynamicUpdateSlice"(%x, %u, %s) : (tensor<5x4xf32>, tensor<4xf32>, tensor<2xi32>) -> tensor<5x4xf32>
+  func.return %y : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @dynamic_update_slice_too_large(%x: tensor<5x4xf32>, %u: tensor<1x8xf32>, %s: tensor<2xi32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{'core.DynamicUpdateSlice' op update dim 1 (8) is larger than the data's (4)}}
+  %y = "core.DynamicUpdateSlice"(%x, %u, %s) : (tensor<5x4xf32>, tensor<1x8xf32>, tensor<2xi32>) -> tensor<5x4xf32>
+  func.return %y : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @dynamic_update_slice_start(%x: tensor<5x4xf32>, %u: tensor<1x4xf32>, %s: tensor<2x1xi32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{'core.DynamicUpdateSlice' op start must be 1-D with one index per data dim (2)}}
+  %y = "core.DynamicUpdateSlice"(%x, %u, %s) : (tensor<5x4xf32>, tensor<1x4xf32>, tensor<2x1xi32>) -> tensor<5x4xf32>
+  func.return %y : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @dynamic_update_slice_result(%x: tensor<5x4xf32>, %u: tensor<1x4xf32>, %s: tensor<2xi32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'core.DynamicUpdateSlice' op result type must equal the data's type}}
+  %y = "core.DynamicUpdateSlice"(%x, %u, %s) : (tensor<5x4xf32>, tensor<1x4xf32>, tensor<2xi32>) -> tensor<?x4xf32>
+  func.return %y : tensor<?x4xf32>
+}

@@ -213,3 +213,16 @@ func.func @mel_weight_matrix(%bins: tensor<i64>, %n: tensor<i64>, %rate: tensor<
   %m = "core.MelWeightMatrix"(%bins, %n, %rate, %low, %high) {output_type = f32} : (tensor<i64>, tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
   func.return %m : tensor<?x?xf32>
 }
+
+// -----
+
+// DynamicSlice / DynamicUpdateSlice: a computed start, a static block.
+
+// CHECK-LABEL: func.func @dynamic_slices
+// CHECK:         %[[R:.*]] = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1, 4>} : (tensor<5x4xf32>, tensor<2xi32>) -> tensor<1x4xf32>
+// CHECK:         "core.DynamicUpdateSlice"(%x, %[[R]], %s) : (tensor<5x4xf32>, tensor<1x4xf32>, tensor<2xi32>) -> tensor<5x4xf32>
+func.func @dynamic_slices(%x: tensor<5x4xf32>, %s: tensor<2xi32>) -> tensor<5x4xf32> {
+  %r = "core.DynamicSlice"(%x, %s) {sizes = array<i64: 1, 4>} : (tensor<5x4xf32>, tensor<2xi32>) -> tensor<1x4xf32>
+  %y = "core.DynamicUpdateSlice"(%x, %r, %s) : (tensor<5x4xf32>, tensor<1x4xf32>, tensor<2xi32>) -> tensor<5x4xf32>
+  func.return %y : tensor<5x4xf32>
+}
