@@ -1,4 +1,5 @@
-"""Control-flow ONNX ops: If, Loop, Scan -> core.If, core.Loop, core.Scan.
+"""Control-flow ONNX ops: If, Loop, Scan -> core.If, core.Loop, core.Scan (Scan-8, with its
+batch axis, as a core.Scan over the batch of a core.Scan per batch entry).
 
 The ONNX subgraph regions move onto the core op as they are; their ops are ONNX ops that
 onnx-to-core lowers afterwards where they stand. Two things change at the move:
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
+from mlconv.dense import shared_tensor_type
 from mlconv.dialects import core_control as cc
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.passes.lowering.builder import insert_with_regions
@@ -87,6 +89,28 @@ def if_(op, b):
     )
 
 
+# Ops whose result has their input's shape: the model's declared shape of such a user is the
+# value's own (ONNX's expanded Range functions cast the Loop's scan output to the output type).
+_SAME_SHAPE = (onnx_dialect.OPS["Cast"], onnx_dialect.OPS["CastLike"], onnx_dialect.OPS["Identity"])
+
+
+def declared_rows(value: SSAValue) -> int | None:
+    """The static leading dimension the model declares for `value`, or for a Cast/CastLike/
+    Identity of it (shape inference does not run backwards), else None."""
+    for candidate in (
+        value,
+        *(
+            use.operation.results[0]
+            for use in value.uses
+            if isinstance(use.operation, _SAME_SHAPE) and use.index == 0
+        ),
+    ):
+        shape = candidate.type.get_shape() if isinstance(candidate.type, TensorType) else ()
+        if shape and shape[0] >= 0:
+            return shape[0]
+    return None
+
+
 @lowering("Loop", *_ALL)
 def loop(op, b):
     trip_count = b.input(op, "M")
@@ -98,15 +122,11 @@ def loop(op, b):
         # Scan outputs need a static row count: a constant trip count, else the model's own
         # declared shape for the first scan output.
         constant_trip = b.constant(trip_count)
-        declared = op.results[len(carried)].type
+        declared = declared_rows(op.results[len(carried)])
         if constant_trip is not None:
             max_iterations = int(constant_trip.reshape(()))
-        elif (
-            isinstance(declared, TensorType)
-            and declared.get_shape()
-            and declared.get_shape()[0] >= 0
-        ):
-            max_iterations = declared.get_shape()[0]
+        elif declared is not None:
+            max_iterations = declared
         else:
             raise b.fail(
                 "Loop scan outputs need a constant trip count or a static leading dimension "
@@ -144,3 +164,47 @@ def scan(op, b):
     return build(
         op, b, cc.ScanOp, [values[:split], values[split:]], {"body": op.body}, **attributes
     )
+
+
+def _without_leading_dim(value_type):
+    """The type of one slice along the first axis (None where the rank is unknown)."""
+    if not isinstance(value_type, TensorType) or not value_type.get_shape():
+        return None
+    return shared_tensor_type(value_type.get_element_type(), tuple(value_type.get_shape()[1:]))
+
+
+@lowering("Scan", 8)
+def scan_v8(op, b):
+    """Scan-8 runs its body per batch entry: states are [batch, ...], scan inputs and outputs
+    [batch, sequence, ...]. Lowered as an outer core.Scan over the batch axis (no state; every
+    state and scan input sliced on axis 0) whose body is a core.Scan-9 of the original body
+    over the per-batch slices, yielding its final states and scan outputs, which the outer
+    scan stacks back on axis 0. `sequence_lens` (per-batch lengths) is refused."""
+    if b.inputs(op, "sequence_lens"):
+        raise b.fail("Scan-8 with sequence_lens (per-batch lengths) is not supported")
+    values = b.inputs(op, "initial_state_and_scan_inputs")
+    split = len(values) - b.attr(op, "num_scan_inputs")
+    slice_types = [_without_leading_dim(v.type) for v in values]
+    result_types = [_without_leading_dim(r.type) for r in op.results]
+    if None in slice_types or None in result_types:
+        raise b.fail("Scan-8 needs ranked inputs and outputs (its batch axis)")
+    bodies = {"body": op.body}  # the ONNX graph attribute, moved into the inner scan
+    inner_body = op.detach_region(bodies["body"])
+    inner_captured = captured_values([inner_body])
+    close_over(inner_body, inner_captured)
+    block = Block(arg_types=slice_types)
+    directions = b.attr(op, "directions")
+    attributes = {} if directions is None else {"scan_input_directions": directions}
+    inner = cc.ScanOp.build(
+        operands=[list(block.args[:split]), list(block.args[split:]), inner_captured],
+        result_types=[result_types],
+        attributes={k: cc.ScanOp.ATTRIBUTES[k].encode(v) for k, v in attributes.items()},
+        regions=[inner_body],
+    )
+    inner.location = op.location
+    block.add_ops([inner, cc.YieldOp.create(operands=list(inner.results))])
+    outer_body = Region(block)
+    outer_captured = captured_values([outer_body])
+    close_over(outer_body, outer_captured)
+    types = [r.type for r in op.results]
+    return insert_with_regions(b, cc.ScanOp, [[], values, outer_captured], types, {}, [outer_body])

@@ -54,6 +54,26 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
 
 // -----
 
+// A trip count known only at run time: the scan output's rows come from the shape the model
+// declares for a Cast of it (ONNX's expanded Range functions for f16/bf16 cast it so).
+// CHECK-LABEL: func.func @loop_scan_output_behind_cast
+// CHECK:         %{{.*}}, %[[YS:.*]] = "core.Loop"
+// CHECK:         max_iterations = 2 : i64
+// CHECK:         "core.Convert"(%[[YS]]) {destination_type = f16} {{.*}} -> tensor<2xf16>
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @loop_scan_output_behind_cast(%n: tensor<i64>, %y0: tensor<f32>) -> tensor<2xf16> {
+    %yf, %ys = "onnx.Loop"(%n, %y0) ({
+    ^bb0(%i: tensor<i64>, %cond: tensor<i1>, %y: tensor<f32>):
+      %next = "onnx.Add"(%y, %y) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "onnx.Yield"(%cond, %next, %y) : (tensor<i1>, tensor<f32>, tensor<f32>) -> ()
+    }) {operandSegmentSizes = array<i32: 1, 0, 1>} : (tensor<i64>, tensor<f32>) -> (tensor<f32>, tensor<?xf32>)
+    %out = "onnx.Cast"(%ys) {to = 10 : i64} : (tensor<?xf32>) -> tensor<2xf16>
+    func.return %out : tensor<2xf16>
+  }
+}
+
+// -----
+
 // Scan-9: one state, one scan input; the axes/directions attributes carry over.
 // CHECK-LABEL: func.func @scan_sum
 // CHECK-SAME:    (%[[S0:.*]]: tensor<2xf32>, %[[XS:.*]]: tensor<3x2xf32>)
@@ -71,5 +91,30 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
       "onnx.Yield"(%sum, %sum) : (tensor<2xf32>, tensor<2xf32>) -> ()
     }) {operandSegmentSizes = array<i32: 2, 0>, num_scan_inputs = 1 : i64, scan_input_directions = [1 : i64]} : (tensor<2xf32>, tensor<3x2xf32>) -> (tensor<2xf32>, tensor<3x2xf32>)
     func.return %s, %ys : tensor<2xf32>, tensor<3x2xf32>
+  }
+}
+
+// -----
+
+// Scan-8: a batch axis before the sequence axis. An outer Scan over the batch (no state,
+// everything sliced on axis 0) runs a Scan-9 of the body per batch entry; `directions`
+// becomes the inner scan's scan_input_directions.
+// CHECK-LABEL: func.func @scan8_batch
+// CHECK-SAME:    (%[[S0:.*]]: tensor<2x3xf32>, %[[XS:.*]]: tensor<2x4x3xf32>)
+// CHECK:         "core.Scan"(%[[S0]], %[[XS]]) <{operandSegmentSizes = array<i32: 0, 2, 0>}> ({
+// CHECK-NEXT:    ^{{.*}}(%[[S:.*]]: tensor<3xf32>, %[[X:.*]]: tensor<4x3xf32>):
+// CHECK-NEXT:      %[[IS:.*]], %[[IYS:.*]] = "core.Scan"(%[[S]], %[[X]]) <{operandSegmentSizes = array<i32: 1, 1, 0>}> ({
+// CHECK:             "core.Add"
+// CHECK:           }) {scan_input_directions = array<i64: 1>} : (tensor<3xf32>, tensor<4x3xf32>) -> (tensor<3xf32>, tensor<4x3xf32>)
+// CHECK-NEXT:      core.Yield %[[IS]], %[[IYS]] : tensor<3xf32>, tensor<4x3xf32>
+// CHECK-NEXT:    }) : (tensor<2x3xf32>, tensor<2x4x3xf32>) -> (tensor<2x3xf32>, tensor<2x4x3xf32>)
+builtin.module attributes {onnx.opset_import = {"" = 8 : i64}} {
+  func.func @scan8_batch(%s0: tensor<2x3xf32>, %xs: tensor<2x4x3xf32>) -> (tensor<2x3xf32>, tensor<2x4x3xf32>) {
+    %s, %ys = "onnx.Scan"(%s0, %xs) ({
+    ^bb0(%acc: tensor<3xf32>, %x: tensor<3xf32>):
+      %next = "onnx.Add"(%acc, %x) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      "onnx.Yield"(%next, %next) : (tensor<3xf32>, tensor<3xf32>) -> ()
+    }) {num_scan_inputs = 1 : i64, directions = [1], operandSegmentSizes = array<i32: 2, 0>} : (tensor<2x3xf32>, tensor<2x4x3xf32>) -> (tensor<2x3xf32>, tensor<2x4x3xf32>)
+    func.return %s, %ys : tensor<2x3xf32>, tensor<2x4x3xf32>
   }
 }
