@@ -15,7 +15,7 @@ and the first locations).
   values: int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (exact integer accumulation, fp32
   requantization, `tflite_patterns/nn.py`), int8 ADD / SUB, AVERAGE_POOL_2D and SQRT, f32 ->
   int8 and int8 -> int8 QUANTIZE, and the int8 operators whose LiteRT rule is a fixed-point
-  one of its own (LEAKY_RELU, HARD_SWISH): those are tabulated over the 256 int8 inputs at
+  one of its own (LEAKY_RELU, HARD_SWISH, RSQRT): those are tabulated over the 256 int8 inputs at
   compile time and looked up (`tflite_patterns/fixed_point.py`).
 - Shapes: a dynamic dim (TFLite's shape signature -1, e.g. Keras's `None` batch) stays `?`
   and is bound per call (`backends/specialize.py`); every core value keeps at least the type

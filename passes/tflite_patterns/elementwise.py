@@ -121,7 +121,27 @@ def sqrt(op, b):
 
 @lowering("RSQRT")
 def rsqrt(op, b):
+    int8 = _int8_unary(op, b)
+    if int8 is not None:
+        source, qin, qout = int8
+        return [fx.lookup(b, source, lambda q: _rsqrt_rule(q, qin, qout))]
     return [b(core.DivideOp, b.const(np.float32(1.0)), b(core.SqrtOp, b.x(op, 0)))]
+
+
+def _rsqrt_rule(q, qin, qout):
+    """TFLite's int8 RSQRT: 1 / sqrt(q - zp_in) as a fixed-point multiplier (Newton-Raphson,
+    `fixed_point.inv_sqrt_multiplier`) applied to 1 << 20, then rescaled by
+    1 / (sqrt(s_in) * s_out) (a quantized multiplier) and shifted back; q = zp_in gives 127.
+    (LiteRT refuses inputs below zp_in; their entries are never read.) The float path is one
+    step off in a few of the 256 inputs."""
+    (scale_in, zp_in), (scale_out, zp_out) = qin, qout
+    real = 1.0 / float(np.float32(np.sqrt(scale_in, dtype=np.float32) * scale_out))
+    multiplier, shift = fx.quantize_multiplier(real)
+    value = q - zp_in
+    inverse, inverse_shift = fx.inv_sqrt_multiplier(np.maximum(value, 1))
+    data = fx.multiply_by_quantized_multiplier(1, inverse, inverse_shift + 20)
+    out = fx.multiply_by_quantized_multiplier(data, multiplier, shift - 20) + zp_out
+    return np.where(value <= 0, 127, out)
 
 
 @lowering("GELU")

@@ -86,3 +86,72 @@ def lookup(b, source, rule: Callable[[np.ndarray], np.ndarray]):
     table = np.clip(rule(INT8_INPUTS.astype(np.int64)), -128, 127).astype(np.int8)
     index = b(core.ConvertOp, source, destination_type=element_type(np.int32))
     return b(core.GatherOp, b.const(table), index, b.ints(0))
+
+
+# --- 32-bit fixed point (gemmlowp's FixedPoint<int32_t, integer_bits>) ---------------------------
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def rounding_doubling_high_mul32(a, b) -> np.ndarray:
+    """SQRDMULH on int32: (2ab + 2^31) >> 32 rounding half away from zero, saturating."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    product = a * b
+    nudge = np.where(product >= 0, 1 << 30, 1 - (1 << 30))
+    high = _trunc_div(product + nudge, 1 << 31)
+    return np.where((a == b) & (a == INT32_MIN), INT32_MAX, high)
+
+
+def multiply_by_pot32(x, exponent: int) -> np.ndarray:
+    """SaturatingRoundingMultiplyByPOT: x * 2^exponent, saturating, or rounded when negative."""
+    x = np.asarray(x, np.int64)
+    if exponent >= 0:
+        return np.clip(x * (1 << exponent), INT32_MIN, INT32_MAX)
+    return rounding_divide_by_pot(x, -exponent)
+
+
+def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier (double rounding): x * 2^max(shift, 0) (int32),
+    the rounding doubling high product with `multiplier`, rounded right by max(-shift, 0)."""
+    x, multiplier, shift = (np.asarray(v, np.int64) for v in (x, multiplier, shift))
+    left = np.where(shift > 0, shift, 0)
+    right = np.where(shift > 0, 0, -shift)
+    wrapped = ((x << left) + 2**31) % 2**32 - 2**31  # int32 arithmetic wraps
+    high = rounding_doubling_high_mul32(wrapped, multiplier)
+    mask = (np.int64(1) << right) - 1
+    threshold = (mask >> 1) + (high < 0)
+    return (high >> right) + ((high & mask) > threshold)
+
+
+def inv_sqrt_multiplier(value) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetInvSqrtQuantizedMultiplierExp with reverse_shift -1: (multiplier, shift)
+    with 1 / sqrt(value) = multiplier * 2^(shift - 31), by five Newton-Raphson steps in
+    fixed point with 3 integer bits on the value normalized to [2^27, 2^29) by pairs of bits."""
+    value = np.asarray(value, np.int64)
+    small = value <= 1
+    shift = np.full(value.shape, 11, np.int64)
+    x = np.where(small, 2, value)
+    while np.any(x >= 1 << 29):
+        big = x >= 1 << 29
+        x = np.where(big, x // 4, x)
+        shift += big
+    leading_zeros = 32 - np.floor(np.log2(x.astype(np.float64))).astype(np.int64) - 1
+    pairs = (leading_zeros - 1) // 2 - 1
+    shift -= pairs
+    x = x << (2 * pairs)
+    half_input = rounding_divide_by_pot(x >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    estimate = np.full(value.shape, 1 << 28, np.int64)  # 1.0 with 3 integer bits
+    for _ in range(5):
+        cube = rounding_doubling_high_mul32(
+            rounding_doubling_high_mul32(estimate, estimate), estimate
+        )
+        cube = multiply_by_pot32(cube, 6)
+        step = rounding_doubling_high_mul32(half_three, estimate) - rounding_doubling_high_mul32(
+            half_input, cube
+        )
+        estimate = multiply_by_pot32(step, 3)
+    multiplier = rounding_doubling_high_mul32(estimate, 1518500250)  # sqrt(2) / 2
+    negative = shift < 0
+    multiplier = np.where(negative, multiplier << np.where(negative, -shift, 0), multiplier)
+    shift = np.where(negative, 0, shift)
+    return np.where(small, INT32_MAX, multiplier), np.where(small, 0, -shift)

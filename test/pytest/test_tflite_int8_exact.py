@@ -3,9 +3,10 @@
 LiteRT (its default interpreter: XNNPACK where the delegate takes the op, TFLite's own kernels
 elsewhere) is the oracle. The models are converted here by TensorFlow's TFLiteConverter with a
 representative dataset (seeded) and default optimizations, and cached for the session:
-- `unary`: int8 in and out, each operator applied to the input itself, so feeding the 256 int8
-  values covers every input the operator can see (LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH,
-  SOFTMAX, GELU, RELU6: the first two use rules of their own, `fixed_point.py`);
+- `unary`, `rsqrt`: int8 in and out, each operator applied to the input itself, so feeding the
+  256 int8 values covers every input the operator can see (LEAKY_RELU, HARD_SWISH, RSQRT,
+  LOGISTIC, TANH, SOFTMAX, GELU, RELU6: the first three use rules of their own,
+  `fixed_point.py`);
 - `edges`: float in and out (QUANTIZE and DEQUANTIZE at the edges) with MUL, ADD, MEAN, SUM,
   AVERAGE_POOL_2D and SOFTMAX inside, fed floats exactly halfway between two quantization steps
   (where rounding rules part) and normal random inputs;
@@ -101,6 +102,13 @@ def models(tmp_path_factory):
             lambda rng: rng.standard_normal(UNARY_SHAPE) * 3,
             int8_io=True,
         ),
+        # RSQRT alone: LiteRT refuses inputs below its zero point (those of another operator).
+        "rsqrt": lambda: _convert(
+            lambda x: {"rsqrt": tf.math.rsqrt(x)},
+            UNARY_SHAPE,
+            lambda rng: rng.uniform(0.5, 6.3, UNARY_SHAPE),
+            int8_io=True,
+        ),
         "edges": lambda: _convert(
             _edges, EDGES_SHAPE, lambda rng: rng.standard_normal(EDGES_SHAPE), int8_io=False
         ),
@@ -152,12 +160,20 @@ def _steps(got, expected, scale=1.0) -> int:
     return int(np.round(np.abs(got.astype(np.float64) - expected.astype(np.float64)) / scale).max())
 
 
-def test_unary_all_int8_inputs(models):
-    path = models("unary")
+@pytest.mark.parametrize(
+    "name, operators",
+    [("unary", {"LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH", "SOFTMAX"}), ("rsqrt", {"RSQRT"})],
+)
+def test_unary_all_int8_inputs(models, name, operators):
+    path = models(name)
     x = np.arange(-128, 128).astype(np.int8).reshape(UNARY_SHAPE)
+    zero_point = litert.Interpreter(model_path=str(path)).get_input_details()[0]["quantization"][1]
+    if name == "rsqrt":  # every input from the zero point up, some twice
+        x = np.maximum(x, zero_point).astype(np.int8)
     expected, interpreter = _litert(path, x)
-    operators = _operators(interpreter)
-    assert {"LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH", "SOFTMAX"} <= set(operators.values())
+    found = _operators(interpreter)
+    assert operators <= set(found.values())
+    operators = found
     got = mlconv.compile(str(path))(x)
     off = {}
     for (name, want), value in zip(expected.items(), got, strict=True):

@@ -220,3 +220,18 @@ func.func @list_write(%l: tensor<5x2x4xf32>, %t: tensor<1xi32>, %item: tensor<1x
   %r = "tflite.SLICE"(%w, %start, %block) {version = 1 : i32} : (tensor<5x2x4xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<2x2x4xf32>
   func.return %w, %r : tensor<5x2x4xf32>, tensor<2x2x4xf32>
 }
+
+// -----
+
+// int8 RSQRT as TFLite's kernel: 1 / sqrt(q - zp) by fixed-point Newton-Raphson, rescaled by
+// 1 / (sqrt(s_in) s_out); tabulated. q = 0: 1 / sqrt(128 * 0.0247) / 0.00554 - 128 = -26
+// (0xE6); q = zp = -128 (entry 128) gives 127 (0x7F).
+// CHECK-LABEL: func.func @int8_rsqrt
+// CHECK:         %[[I:.*]] = "core.Convert"(%{{.*}}) {destination_type = i32}
+// CHECK:         %[[T:.*]] = core.Constant {value = dense<"0xE6E5E5E4{{[0-9A-F]*}}C8C8C8C8C87F7F{{.*}}"> : tensor<256xi8>}
+// CHECK:         %[[Y:.*]] = "core.Gather"(%[[T]], %[[I]], %{{.*}})
+// CHECK:         func.return %[[Y]] : tensor<1x4xi8>
+func.func @int8_rsqrt(%x: tensor<1x4x!quant.uniform<i8:f32, 0.0247:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00554:-128>> {
+  %y = "tflite.RSQRT"(%x) {version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.0247:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00554:-128>> loc("rsqrt")
+  func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.00554:-128>>
+}
