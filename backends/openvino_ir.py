@@ -29,8 +29,6 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     NameLoc,
@@ -39,7 +37,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, SSAValue
 
 from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects import make_context
@@ -51,6 +49,7 @@ from mlconv.fileio import staged_output
 from mlconv.passes import get_pass
 from mlconv.passes.core_op_versions import ATTRIBUTE as OPSET
 from mlconv.passes.lowering import lookup
+from mlconv.signature.main_function import main_function
 from mlconv.signature.module_io import find_main, value_names
 
 IR_VERSION = "11"
@@ -588,21 +587,9 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
             raise FrontendError("a Result has no input port", r.get("name"))
         returned.append(values[incoming[(r.get("id"), port.get("id"))]])
     block.add_op(func.ReturnOp(*returned))
-    function = func.FuncOp(
-        "main", ([a.type for a in block.args], [v.type for v in returned]), Region(block)
-    )
-    function.arg_attrs = ArrayAttr(
-        [DictionaryAttr({"mlconv.name": StringAttr(p.get("name") or "")}) for p in params]
-    )
-    function.res_attrs = ArrayAttr(
-        [
-            DictionaryAttr(
-                {"mlconv.name": StringAttr(r.get("output_names") or r.get("name") or "")}
-            )
-            for r in results
-        ]
-    )
-    return ModuleOp([function])
+    in_names = [p.get("name") or "" for p in params]
+    out_names = [r.get("output_names") or r.get("name") or "" for r in results]
+    return ModuleOp([main_function(block, in_names, out_names)])
 
 
 def _build(layer, type_, name, data, inputs, out_types, renames, parse_value):

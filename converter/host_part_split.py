@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.errors import MlconvError, describe_location
+from mlconv.signature.main_function import main_function
 
 CALLS = ("PartitionedCall", "StatefulPartitionedCall")
 DT_RESOURCE = 20
@@ -293,17 +294,8 @@ def _add_stage(plan, signature, ops, constants, refs, returned, calls, pending, 
         outputs.append(v)
     stage_block.add_op(func.ReturnOp(*[mapping[v] for v in outputs]))
     name = f"{signature}.host_{len(plan.stages)}"
-    main = func.FuncOp(
-        "main",
-        ([a.type for a in stage_block.args], [mapping[v].type for v in outputs]),
-        Region(stage_block),
-        arg_attrs=ArrayAttr(
-            [DictionaryAttr({"mlconv.name": StringAttr(f"in{i}")}) for i in range(len(inputs))]
-        ),
-        res_attrs=ArrayAttr(
-            [DictionaryAttr({"mlconv.name": StringAttr(f"out{i}")}) for i in range(len(outputs))]
-        ),
-    )
+    names = [f"in{i}" for i in range(len(inputs))], [f"out{i}" for i in range(len(outputs))]
+    main = main_function(stage_block, *names)
     for v in inputs:
         _ensure_ref(plan, signature, v, constants, refs)
     plan.stages.append(HostStage(name, ModuleOp([main]), [refs[v] for v in inputs]))

@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.func import ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 
@@ -67,6 +67,7 @@ from mlconv.dense import element_type, shared_tensor_type, to_dense_attr
 from mlconv.dialects import onnx as onnx_dialect
 from mlconv.errors import FrontendError, MlconvError
 from mlconv.frontends.names import name_hint
+from mlconv.signature.main_function import main_function
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNKNOWN = UnrankedTensorType(Float32Type())
@@ -505,18 +506,8 @@ class _Importer:
         self._import_body(graph, block, scope, types)
         results = [self._use(o.name, scope, "graph output") for o in graph.output]
         block.add_op(ReturnOp(*results))
-
-        def names(values) -> ArrayAttr:
-            return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(v.name)}) for v in values])
-
-        func = FuncOp(
-            "main",
-            (arg_types, [r.type for r in results]),
-            Region(block),
-            arg_attrs=names(inputs),
-            res_attrs=names(graph.output),
-        )
-        module = ModuleOp([func])
+        names = [i.name for i in inputs], [o.name for o in graph.output]
+        module = ModuleOp([main_function(block, *names)])
         module.attributes["onnx.opset_import"] = DictionaryAttr(
             {domain: IntegerAttr(version, i64) for domain, version in self.opsets.items()}
         )

@@ -35,7 +35,6 @@ from typing import Any
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    DictionaryAttr,
     Float32Type,
     FloatAttr,
     IntegerAttr,
@@ -48,10 +47,11 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnrankedTensorType,
 )
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.func import ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from mlconv.errors import FrontendError
+from mlconv.signature.main_function import main_function
 
 _CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 # Ops whose variant tensors may be TensorLists (Keras RNNs' TensorArrays): imported with
@@ -533,15 +533,4 @@ def import_tf(
     if len(out_names) != len(outputs):
         out_names = [f"output_{i}" for i in range(len(outputs))]
     block.add_op(ReturnOp(*outputs))
-
-    def named(names):
-        return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(n)}) for n in names])
-
-    func = FuncOp(
-        "main",
-        ([a.type for a in block.args], [v.type for v in outputs]),
-        Region(block),
-        arg_attrs=named(in_names),
-        res_attrs=named(out_names),
-    )
-    return ModuleOp([func])
+    return ModuleOp([main_function(block, in_names, out_names)])

@@ -47,6 +47,7 @@ from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.dialects.tflite_versions import known_version
 from mlconv.errors import FrontendError
 from mlconv.frontends.names import name_hint
+from mlconv.signature.main_function import main_function
 
 # TFLite TensorType -> numpy dtype of the stored values.
 NUMPY_DTYPES: dict[str, np.dtype] = {
@@ -168,14 +169,8 @@ class _Importer:
         graph = model.subgraphs[0]
         tensors = graph.tensors or []
         block, inputs, outputs = self.subgraph(0, ())
-        main = func.FuncOp(
-            "main",
-            ([a.type for a in block.args], [r.type for r in block.last_op.operands]),
-            Region(block),
-            arg_attrs=_names([tensors[i] for i in inputs]),
-            res_attrs=_names([tensors[i] for i in outputs]),
-        )
-        return ModuleOp([main])
+        names = [_name(tensors[i]) for i in inputs], [_name(tensors[i]) for i in outputs]
+        return ModuleOp([main_function(block, *names)])
 
     def operator_name(self, op) -> str:
         code = (self.model_t.operatorCodes or [])[op.opcodeIndex]
@@ -375,12 +370,6 @@ def _hint(name: str) -> str | None:
     cleaned = "".join(c if c.isalnum() or c in "_" else "_" for c in name)
     usable = cleaned and not cleaned[0].isdigit() and not cleaned.startswith("_")
     return name_hint(cleaned) if usable else None  # stable through a round trip
-
-
-def _names(tensors) -> Attribute:
-    from xdsl.dialects.builtin import ArrayAttr
-
-    return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(_name(t))}) for t in tensors])
 
 
 def import_tflite(path: str | Path) -> ModuleOp:

@@ -140,9 +140,10 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
     theirs in order, named `<function>.<name>` (several functions placed from one SavedModel;
     OUTDIR/saved_model keeps each where its callers call it)."""
     from xdsl.dialects import func
-    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
-    from xdsl.ir import Block, Region
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Block
 
+    from mlconv.signature.main_function import main_function
     from mlconv.signature.module_io import find_main, value_names
 
     mains = [find_main(m) for m in modules]
@@ -166,18 +167,7 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
             else:
                 block.add_op(op)
     block.add_op(func.ReturnOp(*returned))
-
-    def named(labels: list[str]) -> ArrayAttr:
-        return ArrayAttr([DictionaryAttr({"mlconv.name": StringAttr(n)}) for n in labels])
-
-    main = func.FuncOp(
-        "main",
-        ([a.type for a in block.args], [v.type for v in returned]),
-        Region(block),
-        arg_attrs=named(in_names),
-        res_attrs=named(out_names),
-    )
-    return ModuleOp([main])
+    return ModuleOp([main_function(block, in_names, out_names)])
 
 
 def host_part_cost(model: Path, placement: dict[str, str]) -> int:
