@@ -343,6 +343,12 @@ def test_converted_artifact_still_runs(artifact):
     (expected,) = model.run(None, {"x": x(1)})
     (other,) = model.run(None, {"x": x(2)})
     assert not np.allclose(expected, other)
-    (got,) = mlconv.load(artifact)(x(1))
+    loaded = mlconv.load(artifact)
+    (got,) = loaded(x(1))
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     assert json.loads((artifact / "manifest.json").read_text())["version"] == 2
+    # one TPU function called by its name, as a signature's host part calls it: the function
+    # of a one-function artifact owns @main's inputs and outputs unprefixed
+    (function,) = loaded.manifest["functions"]
+    (by_name,) = loaded.call_function(function["name"], [x(1)])
+    np.testing.assert_allclose(by_name, expected, rtol=1e-5, atol=1e-5)

@@ -38,8 +38,13 @@ def server(tmp_path_factory):
     port = int(url.rsplit(":", 1)[-1])
     yield {"url": url, "port": port, "process": process, "log": Path(log.name), "model": model}
     process.terminate()
-    process.wait(30)
+    status = process.wait(30)
+    lines = Path(log.name).read_text().splitlines()
     log.close()
+    # SIGTERM stops the server cleanly: exit status 0, nothing on stderr but the ready lines
+    # (no traceback from closing the model)
+    assert status == 0, lines
+    assert [line for line in lines if not line.startswith("mlconv-run: ")] == [], lines
 
 
 def raw(port: int, data: bytes, wait: float = 10.0) -> tuple[int | None, dict]:
@@ -281,3 +286,13 @@ def test_slow_connections_are_bounded(server):
 def test_nothing_on_stderr_but_the_ready_lines(server):
     lines = server["log"].read_text().splitlines()
     assert [line for line in lines if not line.startswith("mlconv-run: ")] == [], lines
+
+
+def test_an_unexpected_error_is_one_line_of_at_most_200_characters():
+    """A 500 for an error mlconv did not foresee: its type and the first 200 characters of its
+    text, one JSON field (the answer's size bounded whatever the error holds)."""
+    from mlconv.converter.serving import error_answer
+
+    status, body = error_answer(ValueError("x" * 300))
+    assert (status, body) == (500, {"error": "ValueError: " + "x" * 200})
+    assert error_answer(KeyError("k")) == (500, {"error": "KeyError: 'k'"})
