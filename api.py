@@ -83,29 +83,34 @@ def compile(  # noqa: A001 - the API the design names
     its past length; `pad_dims=False`: never pad.
     `allow_tensorflow` goes with an mlconv-convert artifact, as for `load`."""
     # Imported here, not at the top: `import mlconv` (every mlconv-* command) stays ~0.2 s
-    # instead of ~1.3 s with the passes and JAX loaded.
-    from mlconv.backends.backend_choice import (
-        BackendChoice,
-        compile_chosen,
-        mark,
-        resolve_backend,
-    )
-    from mlconv.backends.specialize import (
-        DEFAULT_CACHE_SIZE,
-        SpecializingModule,
-        needs_specialization,
-    )
-    from mlconv.converter.artifact import is_artifact, load_artifact
-    from mlconv.dialects import make_context
-    from mlconv.frontends.load import format_input_shapes, load_model
-    from mlconv.interpreters.check_numerics import check_pipeline_numerics
-    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core, target_device
-    from mlconv.passes.progress import PassProgress
+    # instead of ~1.3 s with the passes and JAX loaded. These few load JAX but not xDSL, the
+    # frontends or the passes, which a warm process (program_cache.py) never needs.
+    from mlconv.backends import compile_cache, program_cache
+    from mlconv.backends.backend_choice import BackendChoice, mark, resolve_backend
 
     if compilation_cache is not None:
-        from mlconv.backends.compile_cache import configure
+        compile_cache.configure(compilation_cache)
+    size = program_cache.DEFAULT_CACHE_SIZE if cache_size is None else cache_size
+    store = None
+    if not check_numerics and not allow_tensorflow:
+        chosen = resolve_backend(backend, device)
+        if chosen != "openvino":
+            options = dict(frontend_options, input_shapes=input_shapes, allow_custom=allow_custom)
+            store = program_cache.store_for(model, device, options)
+        signature = store.read_module() if store is not None else None
+        if signature is not None:  # a model lowered before: its programs are on disk
 
-        configure(compilation_cache)
+            def build():
+                return _lowered(model, device, input_shapes, allow_custom, quiet,
+                                frontend_options, chosen, size, store)  # fmt: skip
+
+            stored = program_cache.StoredModule(store, signature, device, size, build)
+            choice = BackendChoice("xla", "named" if chosen == "xla" else "dynamic")
+            return mark(pad_dynamic_dims(mark(stored, choice), model, pad_dims), choice)
+
+    from mlconv.backends.specialize import SpecializingModule
+    from mlconv.converter.artifact import is_artifact, load_artifact
+
     if isinstance(model, str | os.PathLike) and is_artifact(model):
         if input_shapes or frontend_options:
             raise OptionError(
@@ -115,10 +120,41 @@ def compile(  # noqa: A001 - the API the design names
     if allow_tensorflow:
         raise OptionError("allow_tensorflow goes with an mlconv-convert artifact folder")
     backend = resolve_backend(backend, device)
+    specialized = _lowered(model, device, input_shapes, allow_custom, quiet, frontend_options,
+                           backend, size, store, check_numerics)  # fmt: skip
+    if not isinstance(specialized, SpecializingModule):
+        return specialized  # a static model, compiled by the chosen back end
+    choice = BackendChoice("xla", "named" if backend == "xla" else "dynamic")
+    return mark(pad_dynamic_dims(mark(specialized, choice), model, pad_dims), choice)
+
+
+def _lowered(
+    model: Any,
+    device: str | None,
+    input_shapes: Any,
+    allow_custom: bool,
+    quiet: bool,
+    frontend_options: dict[str, Any],
+    backend: str,
+    cache_size: int,
+    store: Any,
+    check_numerics: bool | tuple[float, float] = False,
+):
+    """`model` imported and lowered to core: a SpecializingModule for a model with dynamic
+    dims (its programs stored in `store`, where there is one), else the static model compiled
+    by `backend` (backend_choice.compile_chosen)."""
+    from mlconv.backends.backend_choice import compile_chosen
+    from mlconv.backends.program_cache import external_data_files
+    from mlconv.backends.specialize import SpecializingModule, needs_specialization
+    from mlconv.dialects import make_context
+    from mlconv.frontends.load import format_input_shapes, load_model
+    from mlconv.interpreters.check_numerics import check_pipeline_numerics
+    from mlconv.passes.pipelines import CoreToTpuPipeline, lower_to_core, target_device
+    from mlconv.passes.progress import PassProgress
+
     module = load_model(model, **frontend_options)
     if check_numerics:
         check_pipeline_numerics(module.clone(), device, input_shapes, check_numerics)
-
     with PassProgress(None, "mlconv.compile", quiet) as progress:
         with progress.step("lower to core"):
             lower_to_core(module, allow_custom)
@@ -139,19 +175,20 @@ def compile(  # noqa: A001 - the API the design names
             return compile_chosen(
                 module, device, stages, backend, source=model, options=options, progress=progress
             )
-    specialized = SpecializingModule(
-        module, device, DEFAULT_CACHE_SIZE if cache_size is None else cache_size
-    )
-    choice = BackendChoice("xla", "named" if backend == "xla" else "dynamic")
-    return mark(pad_dynamic_dims(mark(specialized, choice), model, pad_dims), choice)
+    specialized = SpecializingModule(module, device, cache_size, store)
+    if specialized.store is not None:
+        specialized.store.write_module(
+            specialized.input_specs, specialized.output_names, external_data_files(model)
+        )
+    return specialized
 
 
 def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool | None):
     """`specialized` wrapped to pad `pad_dims` (None: `padding.default_pad_dims`), or as it
     is where nothing is padded."""
     from mlconv.backends import compile_cache
-    from mlconv.backends.jax_backend import pick_device
     from mlconv.backends.padding import PaddedModule, default_pad_dims, record_path, resolve
+    from mlconv.backends.program_cache import platform_of
 
     if pad_dims is False:
         return specialized
@@ -166,7 +203,8 @@ def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool
     if any(not key.rpartition(":")[2].lstrip("-").isdigit() for key in dims):
         dim_names = onnx_dim_names(model)
     resolved = resolve(dims, specialized.input_names, shapes, dim_names)
-    directory = compile_cache.directory(pick_device(specialized.device).platform)
+    platform = platform_of(specialized.device)
+    directory = compile_cache.directory(platform) if platform is not None else None
     record = record_path(directory, model, resolved) if directory is not None else None
     return PaddedModule(specialized, resolved, explicit, record)
 

@@ -24,7 +24,6 @@ from typing import Any
 import jax
 from jax import export
 
-from mlconv.dense import numpy_dtype
 from mlconv.errors import BackendError
 
 PLATFORMS = ("cpu", "cuda", "tpu")
@@ -102,6 +101,9 @@ def _line(error: BaseException) -> str:
 
 def region_specs(region: Any) -> list[Any]:
     """The region's inputs as `jax.ShapeDtypeStruct`s; a dynamic shape is a one-line error."""
+    # Here, not at the top: the warm path's check of a stored export (program_cache.py) runs
+    # without xDSL, which mlconv.dense loads.
+    from mlconv.dense import numpy_dtype
 
     specs = []
     for arg in region.body.block.args:

@@ -236,6 +236,7 @@ class CompiledRegion:
         # jit places the inputs itself (in its C++ dispatch; an array already on the device is
         # taken as it is): a jax.device_put per input costs more than a small model's run.
         self.sharding = jax.sharding.SingleDeviceSharding(device)
+        self.options = options
         self._jitted = jax.jit(
             lambda constants, *args: interpret_block(
                 block, {**literals, **dict(zip(weight_ops, constants, strict=True))}, args
@@ -247,6 +248,12 @@ class CompiledRegion:
 
     def __call__(self, *args: Any) -> list[Any]:
         return self._jitted(self.constants, *map(self._input, args, self.input_dtypes))
+
+    @property
+    def function(self) -> Any:
+        """The jitted function of (constants, *inputs), for jax.export
+        (backends/program_cache.py)."""
+        return self._jitted
 
     def _input(self, value: Any, dtype: np.dtype) -> Any:
         if type(value) is np.ndarray and value.dtype == dtype:  # the common case, first
@@ -321,6 +328,11 @@ class CompiledModule:
         """The outputs (JAX or numpy arrays, unfinished) of inputs `bind_inputs` already
         checked against `input_specs`: a wrapper's call without checking them twice."""
         return self._program(*arrays)
+
+    def single_region(self) -> CompiledRegion | None:
+        """The region, where @main is one region taking @main's arguments and returning its
+        results (nothing on the host); else None."""
+        return self._program if isinstance(self._program, CompiledRegion) else None
 
     def on_device(self, *args: Any, **named: Any) -> list[jax.Array]:
         """The call with the outputs left on the device as JAX arrays, unfinished (JAX

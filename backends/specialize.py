@@ -29,14 +29,12 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from mlconv.backends.jax_backend import CompiledModule, compile_module
 from mlconv.backends.module_binding import bind_module
+from mlconv.backends.program_cache import DEFAULT_CACHE_SIZE
 from mlconv.backends.staged import plan_stages
 from mlconv.dialects import make_context
 from mlconv.errors import OptionError
 from mlconv.signature.inputs import InputSpec, bind_inputs
 from mlconv.signature.module_io import find_main, value_inputs, value_names
-
-DEFAULT_CACHE_SIZE = 8
-"""Compiled programs a SpecializingModule keeps (least recently used dropped first)."""
 
 
 def _dynamic(main: func.FuncOp) -> bool:
@@ -55,7 +53,11 @@ class SpecializingModule:
     """Callable like CompiledModule; compiles lazily per (input shapes, bound input values)."""
 
     def __init__(
-        self, module: ModuleOp, device: str | None = None, cache_size: int = DEFAULT_CACHE_SIZE
+        self,
+        module: ModuleOp,
+        device: str | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        store: Any = None,
     ):
         if not isinstance(cache_size, int) or cache_size < 1:
             raise OptionError(f"cache_size must be a positive integer, got {cache_size!r}")
@@ -68,6 +70,9 @@ class SpecializingModule:
         self.output_names = value_names(main.res_attrs, len(main.function_type.outputs), "output")
         self.input_specs = InputSpec.from_main(main)
         self.bound = value_inputs(main)
+        # Where each shape's program is stored for later processes (program_cache.py); not
+        # for a model whose input values reach static operands (one program per value).
+        self.store = None if self.bound else store
         self.compilations = 0
         self._programs: OrderedDict[Any, Any] = OrderedDict()
         self._unstaged: set[Any] = set()  # input shapes staging does not apply to
@@ -128,4 +133,7 @@ class SpecializingModule:
 
         module = bind_module(self.module, arrays, self.bound)
         CoreToTpuPipeline(device=target_device(self.device)).apply(make_context(), module)
-        return compile_module(module, self.device)
+        compiled = compile_module(module, self.device)
+        if self.store is not None:  # stored, and run as a later process will run it
+            return self.store.save(arrays, compiled) or compiled
+        return compiled
