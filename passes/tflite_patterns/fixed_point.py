@@ -15,6 +15,8 @@ hold the exact values of the C integers):
 - `rounding_doubling_high_mul16(a, b)`: (2ab + 2^15) >> 16 rounding half away from zero,
   saturating the one overflow case (SQRDMULH); `doubling_high_mul16` truncates (SQDMULH).
 - `rounding_divide_by_pot(x, e)`: x / 2^e rounding half away from zero.
+The 32-bit ones (`rounding_doubling_high_mul32`, `multiply_by_quantized_multiplier`,
+`inv_sqrt_multiplier`) also build core ops when given `Traced` values.
 """
 
 from __future__ import annotations
@@ -89,69 +91,168 @@ def lookup(b, source, rule: Callable[[np.ndarray], np.ndarray]):
 
 
 # --- 32-bit fixed point (gemmlowp's FixedPoint<int32_t, integer_bits>) ---------------------------
+# Written once for two kinds of int64 values: numpy arrays (tables made at compile time) and
+# `Traced` core values (operators whose inputs are too many to tabulate, such as a row's sum of
+# squares): only operators and `where` / `minimum` / `maximum` below.
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
-def rounding_doubling_high_mul32(a, b) -> np.ndarray:
+class Traced:
+    """An int64 (or boolean) core value whose Python operators build core ops."""
+
+    def __init__(self, b, value, constants: dict | None = None):
+        self.b, self.value = b, value
+        self.constants = {} if constants is None else constants  # one core.Constant per int
+
+    def _other(self, other):
+        if isinstance(other, Traced):
+            return other.value
+        if other not in self.constants:
+            self.constants[other] = self.b.const(np.int64(other))
+        return self.constants[other]
+
+    def wrap(self, value):
+        """`value` as a Traced sharing this one's constants."""
+        return Traced(self.b, value, self.constants)
+
+    def _op(self, op_class, other, swap=False):
+        a, c = self.value, self._other(other)
+        return self.wrap(self.b(op_class, *((c, a) if swap else (a, c))))
+
+    def __add__(self, other):
+        return self._op(core.AddOp, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self._op(core.SubtractOp, other)
+
+    def __rsub__(self, other):
+        return self._op(core.SubtractOp, other, swap=True)
+
+    def __mul__(self, other):
+        return self._op(core.MultiplyOp, other)
+
+    __rmul__ = __mul__
+
+    def __rshift__(self, other):
+        return self._op(core.BitwiseRightShiftOp, other)
+
+    def __lshift__(self, other):
+        return self._op(core.BitwiseLeftShiftOp, other)
+
+    def __rlshift__(self, other):
+        return self._op(core.BitwiseLeftShiftOp, other, swap=True)
+
+    def __and__(self, other):
+        both_bool = isinstance(other, Traced) and self.b.dtype(self.value) == np.bool_
+        return self._op(core.LogicalAndOp if both_bool else core.BitwiseAndOp, other)
+
+    def __neg__(self):
+        return self.wrap(self.b(core.NegativeOp, self.value))
+
+    def __lt__(self, other):
+        return self._op(core.LessOp, other)
+
+    def __le__(self, other):
+        return self._op(core.LessEqualOp, other)
+
+    def __gt__(self, other):
+        return self._op(core.GreaterOp, other)
+
+    def __ge__(self, other):
+        return self._op(core.GreaterEqualOp, other)
+
+    def __eq__(self, other):  # type: ignore[override]
+        return self._op(core.EqualOp, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def where(condition, a, b):
+    if isinstance(condition, Traced):
+        t = condition
+        return t.wrap(t.b(core.SelectOp, t.value, t._other(a), t._other(b)))
+    return np.where(condition, a, b)
+
+
+def _int64(x):
+    if isinstance(x, Traced):
+        return x.wrap(x.b(core.ConvertOp, x.value, destination_type=element_type(np.int64)))
+    return np.asarray(x, np.int64)
+
+
+def minimum(a, limit: int):
+    if isinstance(a, Traced):
+        return a._op(core.MinimumOp, limit)
+    return np.minimum(a, limit)
+
+
+def maximum(a, limit: int):
+    if isinstance(a, Traced):
+        return a._op(core.MaximumOp, limit)
+    return np.maximum(a, limit)
+
+
+def rounding_doubling_high_mul32(a, b):
     """SQRDMULH on int32: (2ab + 2^31) >> 32 rounding half away from zero, saturating."""
-    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
     product = a * b
-    nudge = np.where(product >= 0, 1 << 30, 1 - (1 << 30))
-    high = _trunc_div(product + nudge, 1 << 31)
-    return np.where((a == b) & (a == INT32_MIN), INT32_MAX, high)
+    nudged = product + where(product >= 0, 1 << 30, 1 - (1 << 30))
+    high = (nudged + where(nudged < 0, (1 << 31) - 1, 0)) >> 31  # division towards zero
+    return where((a == b) & (a == INT32_MIN), INT32_MAX, high)
 
 
-def multiply_by_pot32(x, exponent: int) -> np.ndarray:
+def multiply_by_pot32(x, exponent: int):
     """SaturatingRoundingMultiplyByPOT: x * 2^exponent, saturating, or rounded when negative."""
-    x = np.asarray(x, np.int64)
     if exponent >= 0:
-        return np.clip(x * (1 << exponent), INT32_MIN, INT32_MAX)
-    return rounding_divide_by_pot(x, -exponent)
+        return minimum(maximum(x * (1 << exponent), INT32_MIN), INT32_MAX)
+    return rounding_divide_by_pot32(x, -exponent)
 
 
-def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
-    """TFLite's MultiplyByQuantizedMultiplier (double rounding): x * 2^max(shift, 0) (int32),
-    the rounding doubling high product with `multiplier`, rounded right by max(-shift, 0)."""
-    x, multiplier, shift = (np.asarray(v, np.int64) for v in (x, multiplier, shift))
-    left = np.where(shift > 0, shift, 0)
-    right = np.where(shift > 0, 0, -shift)
-    wrapped = ((x << left) + 2**31) % 2**32 - 2**31  # int32 arithmetic wraps
-    high = rounding_doubling_high_mul32(wrapped, multiplier)
-    mask = (np.int64(1) << right) - 1
-    threshold = (mask >> 1) + (high < 0)
-    return (high >> right) + ((high & mask) > threshold)
+def rounding_divide_by_pot32(x, exponent):
+    """x / 2^exponent rounding half away from zero (`exponent` an int or per element)."""
+    mask = (1 << exponent) - 1
+    threshold = (mask >> 1) + where(x < 0, 1, 0)
+    return (x >> exponent) + where((x & mask) > threshold, 1, 0)
 
 
-def inv_sqrt_multiplier(value) -> tuple[np.ndarray, np.ndarray]:
-    """TFLite's GetInvSqrtQuantizedMultiplierExp with reverse_shift -1: (multiplier, shift)
-    with 1 / sqrt(value) = multiplier * 2^(shift - 31), by five Newton-Raphson steps in
-    fixed point with 3 integer bits on the value normalized to [2^27, 2^29) by pairs of bits."""
-    value = np.asarray(value, np.int64)
+def multiply_by_quantized_multiplier(x, multiplier, shift):
+    """TFLite's MultiplyByQuantizedMultiplier (double rounding): x * 2^max(shift, 0) (int32,
+    wrapping), the rounding doubling high product with `multiplier`, rounded right by
+    max(-shift, 0)."""
+    left = where(shift > 0, shift, 0)
+    right = where(shift > 0, 0, -shift)
+    wrapped = (((x << left) + 2**31) & (2**32 - 1)) - 2**31
+    return rounding_divide_by_pot32(rounding_doubling_high_mul32(wrapped, multiplier), right)
+
+
+def inv_sqrt_multiplier(value):
+    """TFLite's GetInvSqrtQuantizedMultiplierExp with reverse_shift -1 on int32 values:
+    (multiplier, shift) with 1 / sqrt(value) = multiplier * 2^(shift - 31), by five
+    Newton-Raphson steps in fixed point with 3 integer bits on the value normalized to
+    [2^27, 2^29) by pairs of bits; 0 and 1 give (2^31 - 1, 0)."""
+    value = _int64(value)
     small = value <= 1
-    shift = np.full(value.shape, 11, np.int64)
-    x = np.where(small, 2, value)
-    while np.any(x >= 1 << 29):
-        big = x >= 1 << 29
-        x = np.where(big, x // 4, x)
-        shift += big
-    leading_zeros = 32 - np.floor(np.log2(x.astype(np.float64))).astype(np.int64) - 1
-    pairs = (leading_zeros - 1) // 2 - 1
-    shift -= pairs
-    x = x << (2 * pairs)
-    half_input = rounding_divide_by_pot(x >> 1, 1)
+    x = where(small, 2, value)
+    big = x >= 1 << 29  # one step suffices below 2^31
+    x = where(big, x >> 2, x)
+    shift = where(big, 12, 11)
+    for _ in range(13):  # x >= 2, so at most 13 pairs of bits up to [2^27, 2^29)
+        low = x < 1 << 27
+        x = where(low, x << 2, x)
+        shift = where(low, shift - 1, shift)
+    half_input = rounding_divide_by_pot32(x >> 1, 1)
     half_three = (1 << 28) + (1 << 27)
-    estimate = np.full(value.shape, 1 << 28, np.int64)  # 1.0 with 3 integer bits
+    estimate = where(small, 1 << 28, 1 << 28)  # 1.0 with 3 integer bits
     for _ in range(5):
-        cube = rounding_doubling_high_mul32(
-            rounding_doubling_high_mul32(estimate, estimate), estimate
-        )
-        cube = multiply_by_pot32(cube, 6)
-        step = rounding_doubling_high_mul32(half_three, estimate) - rounding_doubling_high_mul32(
-            half_input, cube
+        square = rounding_doubling_high_mul32(estimate, estimate)
+        cube = multiply_by_pot32(rounding_doubling_high_mul32(square, estimate), 6)
+        step = rounding_doubling_high_mul32(estimate, half_three) - rounding_doubling_high_mul32(
+            cube, half_input
         )
         estimate = multiply_by_pot32(step, 3)
     multiplier = rounding_doubling_high_mul32(estimate, 1518500250)  # sqrt(2) / 2
     negative = shift < 0
-    multiplier = np.where(negative, multiplier << np.where(negative, -shift, 0), multiplier)
-    shift = np.where(negative, 0, shift)
-    return np.where(small, INT32_MAX, multiplier), np.where(small, 0, -shift)
+    multiplier = where(negative, multiplier << where(negative, -shift, 0), multiplier)
+    shift = where(negative, 0, shift)
+    return where(small, INT32_MAX, multiplier), where(small, 0, -shift)

@@ -8,6 +8,7 @@ from mlconv.dense import element_type
 from mlconv.dialects import core
 from mlconv.dialects.core_base import constant_value
 from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.passes.tflite_patterns import fixed_point as fx
 from mlconv.passes.tflite_patterns import lowering
 
 # --- int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED as XNNPACK computes them ------------------
@@ -330,3 +331,43 @@ def softmax(op, b):
     if beta != 1.0:
         x = b(core.MultiplyOp, x, b.const(np.float32(beta)))
     return [b(core.SoftmaxOp, x, axis=-1)]
+
+
+@lowering("L2_NORMALIZATION")
+def l2_normalization(op, b):
+    """x / max(sqrt(sum x^2), 1e-6) over the last axis, as TFLite's float kernel; int8 as
+    TFLite's integer kernel (`_int8_l2_normalization`)."""
+    exact = _int8_l2_normalization(op, b)
+    if exact is not None:
+        return [exact]
+    x = b.x(op, 0)
+    axis = b.ints([b.ranked(x) - 1])
+    norm = b(core.SqrtOp, b(core.ReduceSumOp, b(core.MultiplyOp, x, x), axis, keep_dims=True))
+    norm = b(core.MaximumOp, norm, b.const(np.float32(1e-6)))
+    return [b.fused(op, b(core.DivideOp, x, norm))]
+
+
+def _int8_l2_normalization(op, b):
+    """int8 L2_NORMALIZATION as TFLite's integer kernel computes it (XNNPACK does not take it;
+    the output is fixed at scale 1/128, zero point 0): per row, acc = sum (q - zp)^2 (int32),
+    1 / sqrt(acc) as a fixed-point multiplier and shift (`fixed_point.inv_sqrt_multiplier`,
+    five Newton-Raphson steps, built here as int64 core ops since acc has too many values to
+    tabulate), and q_out = MultiplyByQuantizedMultiplier(q - zp, multiplier, shift + 7),
+    saturated."""
+    source = b.raw(op, 0)
+    qin, qout = b.qtypes.get(source), _result_qtype(op)
+    if not (int8_per_tensor(qin) and int8_per_tensor(qout)):
+        return None
+    if op.options().get("fused_activation_function", "NONE") != "NONE":
+        return None
+    (zero_point,) = qin.zero_point_values()
+    x = b(core.ConvertOp, source, destination_type=element_type(np.int64))
+    if zero_point:
+        x = b(core.SubtractOp, x, b.const(np.int64(zero_point)))
+    axis = b.ints([b.ranked(x) - 1])
+    acc = b(core.ReduceSumOp, b(core.MultiplyOp, x, x), axis, keep_dims=True)
+    acc = fx.Traced(b, acc)
+    multiplier, shift = fx.inv_sqrt_multiplier(acc)
+    y = fx.multiply_by_quantized_multiplier(acc.wrap(x), multiplier, shift + 7)
+    y = fx.minimum(fx.maximum(y, -128), 127)
+    return b(core.ConvertOp, y.value, destination_type=element_type(np.int8))

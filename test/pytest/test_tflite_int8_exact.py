@@ -6,7 +6,7 @@ representative dataset (seeded) and default optimizations, and cached for the se
 - `unary`, `rsqrt`: int8 in and out, each operator applied to the input itself, so feeding the
   256 int8 values covers every input the operator can see (LEAKY_RELU, HARD_SWISH, RSQRT,
   LOGISTIC, TANH, SOFTMAX, GELU, RELU6: the first three use rules of their own,
-  `fixed_point.py`);
+  `fixed_point.py`), and L2_NORMALIZATION over rows of 16 of them (TFLite's integer kernel);
 - `edges`: float in and out (QUANTIZE and DEQUANTIZE at the edges) with MUL, ADD, MEAN, SUM,
   AVERAGE_POOL_2D and SOFTMAX inside, fed floats exactly halfway between two quantization steps
   (where rounding rules part) and normal random inputs;
@@ -65,6 +65,7 @@ UNARY = {
     "softmax": tf.nn.softmax,
     "gelu": tf.nn.gelu,
     "relu6": tf.nn.relu6,
+    "l2_normalization": lambda x: tf.math.l2_normalize(tf.reshape(x, (16, 16)), axis=-1),
 }
 
 EDGES_SHAPE = (1, 8, 8, 16)
@@ -162,7 +163,10 @@ def _steps(got, expected, scale=1.0) -> int:
 
 @pytest.mark.parametrize(
     "name, operators",
-    [("unary", {"LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH", "SOFTMAX"}), ("rsqrt", {"RSQRT"})],
+    [
+        ("unary", {"LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH", "SOFTMAX", "L2_NORMALIZATION"}),
+        ("rsqrt", {"RSQRT"}),
+    ],
 )
 def test_unary_all_int8_inputs(models, name, operators):
     path = models(name)

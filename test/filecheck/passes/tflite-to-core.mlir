@@ -235,3 +235,27 @@ func.func @int8_rsqrt(%x: tensor<1x4x!quant.uniform<i8:f32, 0.0247:-128>>) -> te
   %y = "tflite.RSQRT"(%x) {version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.0247:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00554:-128>> loc("rsqrt")
   func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.00554:-128>>
 }
+
+// -----
+
+// L2_NORMALIZATION over the last axis: float as TFLite's kernel, x / max(sqrt(sum x^2), 1e-6);
+// int8 as TFLite's integer kernel, in int64 core ops: the row's sum of (q - zp)^2, its inverse
+// square root as a fixed-point multiplier and shift (Newton-Raphson), the rescaled value
+// saturated to int8.
+// CHECK-LABEL: func.func @l2_normalization
+// CHECK-SAME:    -> (tensor<2x4xf32>, tensor<2x4xi8>)
+// CHECK:         %[[SUM:.*]] = "core.ReduceSum"(%{{.*}}, %{{.*}}) {keep_dims = true} : (tensor<2x4xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+// CHECK:         %[[NORM:.*]] = "core.Sqrt"(%[[SUM]])
+// CHECK:         %[[EPS:.*]] = core.Constant {value = dense<1.000000e-06> : tensor<f32>}
+// CHECK:         %[[SAFE:.*]] = "core.Maximum"(%[[NORM]], %[[EPS]])
+// CHECK:         %[[Y:.*]] = "core.Divide"(%{{.*}}, %[[SAFE]]) : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+// CHECK:         %[[Q:.*]] = "core.Convert"(%{{.*}}) {destination_type = i64} : (tensor<2x4xi8>) -> tensor<2x4xi64>
+// CHECK:         "core.ReduceSum"(%{{.*}}, %{{.*}}) {keep_dims = true} : (tensor<2x4xi64>, tensor<1xi64>) -> tensor<2x1xi64>
+// CHECK:         "core.BitwiseRightShift"
+// CHECK:         %[[Z:.*]] = "core.Convert"(%{{.*}}) {destination_type = i8} : (tensor<2x4xi64>) -> tensor<2x4xi8>
+// CHECK:         func.return %[[Y]], %[[Z]]
+func.func @l2_normalization(%f: tensor<2x4xf32>, %q: tensor<2x4x!quant.uniform<i8:f32, 0.08:15>>) -> (tensor<2x4xf32>, tensor<2x4x!quant.uniform<i8:f32, 0.0078125>>) {
+  %y = "tflite.L2_NORMALIZATION"(%f) {fused_activation_function = "NONE", version = 1 : i32} : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("l2_float")
+  %z = "tflite.L2_NORMALIZATION"(%q) {fused_activation_function = "NONE", version = 2 : i32} : (tensor<2x4x!quant.uniform<i8:f32, 0.08:15>>) -> tensor<2x4x!quant.uniform<i8:f32, 0.0078125>> loc("l2_int8")
+  func.return %y, %z : tensor<2x4xf32>, tensor<2x4x!quant.uniform<i8:f32, 0.0078125>>
+}
