@@ -545,14 +545,9 @@ def _run(argv: list[str] | None) -> int:
 
         check = parse_tolerances(args.check_numerics)
         if args.inputs:
-            from mlconv.tools.mlconv_run import load_inputs
+            from mlconv.tools.mlconv_run import read_inputs
 
-            try:
-                inputs = load_inputs(args.inputs)
-            except FileNotFoundError:
-                raise ToolFailure([f"{args.inputs}: error: no such file or directory"]) from None
-            except MlconvError as error:
-                raise ToolFailure([error.render(args.inputs)]) from None
+            inputs = read_inputs(args.inputs)
     elif args.inputs:
         raise OptionError("--inputs is for --check-numerics")
     options = Options(

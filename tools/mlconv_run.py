@@ -231,6 +231,17 @@ def io_names(compiled: Any, path: str) -> tuple[list[str] | None, list[str] | No
     )
 
 
+def read_inputs(path: str) -> dict[str, np.ndarray]:
+    """`load_inputs` for a command's --inputs: a missing or unreadable file is its one-line
+    failure."""
+    try:
+        return load_inputs(path)
+    except FileNotFoundError:
+        raise ToolFailure([f"{path}: error: no such file or directory"]) from None
+    except MlconvError as error:
+        raise ToolFailure([error.render(path)]) from None
+
+
 def load_inputs(path: str) -> dict[str, np.ndarray]:
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":
@@ -341,12 +352,7 @@ def _run(argv: list[str] | None) -> int:
         raise ToolFailure([f"{args.model}: error: no such file or directory"])
     arrays = None
     if args.inputs is not None:
-        try:
-            arrays = load_inputs(args.inputs)
-        except FileNotFoundError:
-            raise ToolFailure([f"{args.inputs}: error: no such file or directory"]) from None
-        except MlconvError as error:
-            raise ToolFailure([error.render(args.inputs)]) from None
+        arrays = read_inputs(args.inputs)
     if args.compare_with_source:
         return _compare(args, arrays)
     assert arrays is not None
