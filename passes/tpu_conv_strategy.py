@@ -65,6 +65,23 @@ def check_device(pass_name: str, device: str) -> None:
 
 
 @dataclass(frozen=True)
+class CpuRewritePass(ModulePass):
+    """A tpu pass that rewrites for XLA:CPU only: `device` is checked (`check_device`), and on
+    cpu `rewrite` runs; gpu and tpu, whose XLA fuses by cost models of its own, keep the
+    module as it is."""
+
+    device: str = "cpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_device(self.name, self.device)
+        if self.device == "cpu":
+            self.rewrite(op)
+
+    def rewrite(self, op: ModuleOp) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
 class Conv:
     """A 2-D NCHW convolution's parameters."""
 

@@ -44,15 +44,13 @@ from typing import Any
 import jax
 import numpy as np
 from jax import lax
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.passes.jaxpr_to_tpu import replace_with_jaxpr
-from mlconv.passes.tpu_conv_strategy import check_device
+from mlconv.passes.tpu_conv_strategy import CpuRewritePass
 from mlconv.passes.tpu_fold_constants import constant_value, erase_dead
 from mlconv.passes.tpu_sink_transposes import ELEMENTWISE, REDUCTIONS
 
@@ -128,18 +126,15 @@ def materialize_activations(module: ModuleOp) -> None:
 
 
 @dataclass(frozen=True)
-class TpuMaterializeActivationsPass(ModulePass):
+class TpuMaterializeActivationsPass(CpuRewritePass):
     """tpu-materialize-activations: on `device` cpu, a clamp at a constant (ReLU's max(x, 0))
     read by a library call and by elementwise ops becomes a select, which XLA:CPU computes
     once; gpu and tpu, whose XLA fuses by cost models of its own, keep it."""
 
     name = "tpu-materialize-activations"
-    device: str = "cpu"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_device(self.name, self.device)
-        if self.device == "cpu":
-            materialize_activations(op)
+    def rewrite(self, op: ModuleOp) -> None:
+        materialize_activations(op)
 
 
 __all__ = ["LOOP_FUSIBLE", "TpuMaterializeActivationsPass", "materialize_activations"]

@@ -41,13 +41,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Region
-from xdsl.passes import ModulePass
 
 from mlconv.dialects import tpu
-from mlconv.passes.tpu_conv_strategy import check_device
+from mlconv.passes.tpu_conv_strategy import CpuRewritePass
 from mlconv.passes.tpu_outline_host_tail import estimated_flops, small_host_value
 
 
@@ -98,19 +96,15 @@ def outline_transpose(region: tpu.RegionOp, transpose: tpu.PrimitiveOp) -> None:
 
 
 @dataclass(frozen=True)
-class TpuOutlineHostHeadPass(ModulePass):
+class TpuOutlineHostHeadPass(CpuRewritePass):
     """tpu-outline-host-head: on `device` cpu, the transpose of a region's input (NCHW to
     NHWC) moves into a `tpu.region {device = "host"}`, made by numpy, not compiled."""
 
     name = "tpu-outline-host-head"
-    device: str = "cpu"
     max_elements: int = 1 << 20
     min_flops: int = 1_000_000_000
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_device(self.name, self.device)
-        if self.device != "cpu":
-            return
+    def rewrite(self, op: ModuleOp) -> None:
         for region in [r for r in op.walk() if isinstance(r, tpu.RegionOp)]:
             if not region.on_host() and estimated_flops(region) >= self.min_flops:
                 for transpose in input_transposes(region, self.max_elements):

@@ -54,15 +54,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.errors import MlconvError
-from mlconv.passes.tpu_conv_strategy import check_device
+from mlconv.passes.tpu_conv_strategy import CpuRewritePass
 from mlconv.passes.tpu_sink_transposes import LIBRARY_CALLS
 from mlconv.semantics.host_numpy import HOST_ELEMENT_TYPES, HOST_PRIMITIVES
 
@@ -186,19 +184,15 @@ def outline_tail(region: tpu.RegionOp, tail: list[Operation]) -> None:
 
 
 @dataclass(frozen=True)
-class TpuOutlineHostTailPass(ModulePass):
+class TpuOutlineHostTailPass(CpuRewritePass):
     """tpu-outline-host-tail: on `device` cpu, a region's small tail (a softmax) moves into a
     `tpu.region {device = "host"}`, which the JAX backend runs in numpy, not compiled."""
 
     name = "tpu-outline-host-tail"
-    device: str = "cpu"
     max_elements: int = 16384
     min_flops: int = 3_000_000_000
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_device(self.name, self.device)
-        if self.device != "cpu":
-            return
+    def rewrite(self, op: ModuleOp) -> None:
         regions = [r for r in op.walk() if isinstance(r, tpu.RegionOp)]
         for region in regions:
             if region.on_host() or estimated_flops(region) < self.min_flops:

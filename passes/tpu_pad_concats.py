@@ -42,16 +42,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.errors import MlconvError
-from mlconv.passes.tpu_conv_strategy import check_device
+from mlconv.passes.tpu_conv_strategy import CpuRewritePass
 from mlconv.passes.tpu_fold_constants import constant, erase_dead
 from mlconv.passes.tpu_sink_transposes import (
     ELEMENTWISE,
@@ -128,15 +126,12 @@ def pad_concats(module: ModuleOp) -> None:
 
 
 @dataclass(frozen=True)
-class TpuPadConcatsPass(ModulePass):
+class TpuPadConcatsPass(CpuRewritePass):
     """tpu-pad-concats: on `device` cpu, a concatenation whose elementwise epilogue only
     convolutions and dots read becomes a sum of zero-padded parts, which XLA:CPU fuses into
     the epilogue's loop; gpu and tpu keep it."""
 
     name = "tpu-pad-concats"
-    device: str = "cpu"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_device(self.name, self.device)
-        if self.device == "cpu":
-            pad_concats(op)
+    def rewrite(self, op: ModuleOp) -> None:
+        pad_concats(op)

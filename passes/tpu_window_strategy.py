@@ -32,14 +32,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import tpu
 from mlconv.passes.jaxpr_to_tpu import replace_with_jaxpr
-from mlconv.passes.tpu_conv_strategy import check_device, strided_taps
+from mlconv.passes.tpu_conv_strategy import CpuRewritePass, strided_taps
 
 MAX_TAPS = 64
 """Windows with more taps (a global pool over a large map) stay reduce_window: one slice per
@@ -98,17 +96,13 @@ WINDOW_PRIMITIVES = ("reduce_window_max", "reduce_window_min", "reduce_window_su
 
 
 @dataclass(frozen=True)
-class TpuWindowStrategyPass(ModulePass):
+class TpuWindowStrategyPass(CpuRewritePass):
     """tpu-window-strategy: on `device` cpu, pooling windows (reduce_window max/min/sum of at
     most MAX_TAPS taps) become strided slices joined elementwise; gpu and tpu keep them."""
 
     name = "tpu-window-strategy"
-    device: str = "cpu"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_device(self.name, self.device)
-        if self.device != "cpu":
-            return
+    def rewrite(self, op: ModuleOp) -> None:
         classes = tuple(tpu.PRIMITIVE_OPS[name] for name in WINDOW_PRIMITIVES)
         traces: dict = {}
         for window in [o for o in op.walk() if isinstance(o, classes)]:
