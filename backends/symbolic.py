@@ -169,15 +169,6 @@ class Generalized:
             )
         return [-1 if isinstance(d, Affine) else d for d in template]
 
-    def touches(self, op: Any) -> bool:
-        """Whether anything in `op` (nested ops included) follows the dynamic dimensions."""
-        for inner in op.walk():
-            if inner in self.params_of or inner in self.splats:
-                return True
-            if any(r in self.types for r in inner.results):
-                return True
-        return False
-
 
 def _text(value: Any) -> str:
     return value.text() if isinstance(value, Affine) else str(value)
@@ -369,11 +360,12 @@ def interpret(
     args: Sequence[Any],
 ) -> list[Any]:
     """A region body evaluated under tracing with the generalized parameters at `dims` (as
-    semantics/tpu_blocks' interpreter, which runs control flow whose bodies do not follow the
-    dynamic dimensions)."""
+    semantics/tpu_blocks' interpreter); tpu.cond / while / scan become their lax constructs
+    with their bodies evaluated the same way, so a loop carrying a `b`-sized value exports
+    with the symbol (jax.export traces lax.cond / while_loop shape-polymorphically)."""
 
     from mlconv.dialects import tpu
-    from mlconv.semantics.tpu_blocks import CONTROL_FLOW, interpret_block
+    from mlconv.semantics.tpu_blocks import RUNNERS, interpret_block
 
     env = dict(zip(block.args, args, strict=True))
     for op in block.ops:
@@ -392,14 +384,12 @@ def interpret(
             inputs = [env[v] for v in op.operands]
             out = tpu.primitive(op.PRIMITIVE).bind(*inputs, **generalized.params(op, dims))
             env.update(zip(op.results, out if op.MULTIPLE_RESULTS else [out], strict=True))
-        elif type(op) in CONTROL_FLOW:
-            if generalized.touches(op):
-                raise SymbolicShapeError.at(
-                    op,
-                    "is control flow over values of symbolic shape, which mlconv does not "
-                    "export with symbolic dimensions yet; give static input shapes",
-                )
-            outputs = CONTROL_FLOW[type(op)](op, constants, [env[v] for v in op.operands])
+        elif type(op) in RUNNERS:  # bodies with the generalized parameters too
+
+            def body(inner: Any) -> Callable[..., list[Any]]:
+                return lambda *values: interpret(inner, generalized, dims, constants, values)
+
+            outputs = RUNNERS[type(op)](op, body, [env[v] for v in op.operands])
             env.update(zip(op.results, outputs, strict=True))
         else:
             return interpret_block(block, constants, args)  # names the op it cannot run

@@ -109,10 +109,10 @@ def split_signature(
 ) -> SignaturePlan:
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
-    from mlconv.converter.placement import signature_library
+    from mlconv.converter.placement import bound_inputs, signature_library
     from mlconv.frontends.tf_importer import import_tf, reachable
 
-    _, library, start = signature_library(saved_model, signature)
+    meta, library, start = signature_library(saved_model, signature)
     if start is None or start not in library:
         raise HostPartError(f"signature '{signature}': its function is not in saved_model.pb")
     by_concrete = {concrete: name for name, concrete in placed.items()}
@@ -144,9 +144,10 @@ def split_signature(
                 f"signature '{signature}': the call {path} of {name} was not inlined by "
                 "TensorFlow's function inliner"
             )
+        called = len(args) - bound_inputs(meta, concrete)  # the captures are frozen
         values = [
             op.results[0]
-            for (_, op), arg in zip(inputs, args, strict=True)
+            for (_, op), arg in zip(inputs[:called], args[:called], strict=True)
             if arg.type != DT_RESOURCE
         ]
         results = [op.results[0] for _, op in outputs]

@@ -75,6 +75,13 @@ def signature_library(
     return meta, library, signature_function(meta, signature)
 
 
+def bound_inputs(meta: Any, concrete: str) -> int:
+    """How many of concrete function `concrete`'s last arguments the SavedModel binds to its
+    captures (variables, a tf.Module's tf.constant), which the caller does not pass."""
+    functions = meta.object_graph_def.concrete_functions
+    return len(functions[concrete].bound_inputs) if concrete in functions else 0
+
+
 def signature_function(meta: Any, signature: str) -> str | None:
     """The concrete function a signature of the object graph runs."""
     graph = meta.object_graph_def

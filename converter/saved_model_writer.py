@@ -90,8 +90,11 @@ def _replace_body(
     name: str,
     batch: Mapping[str, Any] | None = None,
     library: Any = None,
+    bound: int = 0,
 ) -> None:
-    """Make `function_def` compute `concrete`'s XlaCallModule on its non-resource arguments,
+    """Make `function_def` compute `concrete`'s XlaCallModule on its arguments but the `bound`
+    last (the captures the SavedModel binds: variables, a tf.Module's tf.constant, which the
+    importer froze) and any resource,
     with the host-side reshapes the manifest's references record (tpu-io-shapes) around it;
     with `batch` (its manifest entry), `concrete`'s BatchFunction instead, the functions it
     calls added to `library` (the SavedModel's FunctionDefLibrary)."""
@@ -116,7 +119,8 @@ def _replace_body(
                     f"{added.signature.name} has the name of another function of the SavedModel"
                 )
     signature = function_def.signature
-    arguments = [a.name for a in signature.input_arg if a.type != types_pb2.DT_RESOURCE]
+    called = signature.input_arg[: len(signature.input_arg) - bound]
+    arguments = [a.name for a in called if a.type != types_pb2.DT_RESOURCE]
     # Several functions share @main's inputs and outputs, each named `<function>.<name>`.
     entry = next(e for e in manifest["functions"] if e["name"] == name)
     prefix = f"{name}." if len(manifest["functions"]) > 1 else ""
@@ -195,6 +199,7 @@ def write_from_saved_model(
     one that a batch op batches alone (`batched`: batch name -> its body for any number of
     rows) by a BatchFunction around it."""
     source = Path(source)
+    from mlconv.converter.placement import bound_inputs
     from mlconv.frontends.tf_importer import read_saved_model
 
     proto = read_saved_model(source)
@@ -218,6 +223,7 @@ def write_from_saved_model(
             artifact_name,
             batch,
             functions,
+            bound_inputs(proto.meta_graphs[0], function_name),
         )
     target.mkdir()
     for entry in source.iterdir():

@@ -40,20 +40,23 @@ def interpret_block(
 
 # --- control flow: bodies are interpreted inside the lax construct they came from -------------
 
+Body = Callable[[Block], Callable[..., list[Any]]]
+"""How a control-flow op's runner evaluates one of its blocks: block -> function of its args."""
+
 
 def _body(block: Block, constants: Mapping[Operation, Any]) -> Callable[..., list[Any]]:
     return lambda *values: interpret_block(block, constants, values)
 
 
-def _run_cond(op: tpu.CondOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
-    branches = [_body(region.block, constants) for region in op.branches]
+def _run_cond(op: tpu.CondOp, body: Body, inputs: list[Any]) -> list[Any]:
+    branches = [body(region.block) for region in op.branches]
     return list(lax.switch(inputs[0], branches, *inputs[1:]))
 
 
-def _run_while(op: tpu.WhileOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
+def _run_while(op: tpu.WhileOp, body_of: Body, inputs: list[Any]) -> list[Any]:
     cond_n, body_n = op.cond_nconsts.value.data, op.body_nconsts.value.data
     cond_consts, body_consts = inputs[:cond_n], inputs[cond_n : cond_n + body_n]
-    cond, body = _body(op.cond.block, constants), _body(op.body.block, constants)
+    cond, body = body_of(op.cond.block), body_of(op.body.block)
     return list(
         lax.while_loop(
             lambda carry: cond(*cond_consts, *carry)[0],
@@ -63,14 +66,14 @@ def _run_while(op: tpu.WhileOp, constants: Mapping[Operation, Any], inputs: list
     )
 
 
-def _run_scan(op: tpu.ScanOp, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
+def _run_scan(op: tpu.ScanOp, body_of: Body, inputs: list[Any]) -> list[Any]:
     n_consts, n_carry = op.num_consts.value.data, op.num_carry.value.data
     consts, carry, xs = (
         inputs[:n_consts],
         inputs[n_consts : n_consts + n_carry],
         inputs[n_consts + n_carry :],
     )
-    body = _body(op.body.block, constants)
+    body = body_of(op.body.block)
 
     def step(carry, slices):
         out = body(*consts, *carry, *slices)
@@ -86,8 +89,24 @@ def _run_scan(op: tpu.ScanOp, constants: Mapping[Operation, Any], inputs: list[A
     return [*final, *stacked]
 
 
-CONTROL_FLOW: dict[type, Callable[..., list[Any]]] = {
+RUNNERS: dict[type, Callable[[Any, Body, list[Any]], list[Any]]] = {
     tpu.CondOp: _run_cond,
     tpu.WhileOp: _run_while,
     tpu.ScanOp: _run_scan,
+}
+"""Each control-flow op as its lax construct, its blocks evaluated by the `Body` given (the
+symbolic export passes one that binds the generalized parameters)."""
+
+
+def _with_constants(
+    runner: Callable[[Any, Body, list[Any]], list[Any]],
+) -> Callable[..., list[Any]]:
+    def run(op: Any, constants: Mapping[Operation, Any], inputs: list[Any]) -> list[Any]:
+        return runner(op, lambda block: _body(block, constants), inputs)
+
+    return run
+
+
+CONTROL_FLOW: dict[type, Callable[..., list[Any]]] = {
+    kind: _with_constants(runner) for kind, runner in RUNNERS.items()
 }
