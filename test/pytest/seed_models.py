@@ -77,3 +77,15 @@ def save_tpu_func(tf: Any, folder: Path, body: Any, spec: list, host: Any = None
         options=tf.saved_model.SaveOptions(function_aliases={"tpu_func": module.tpu_func}),
     )
     return module
+
+
+def convert_onnx(model: Any, folder: Path, options: str, name: str = "model") -> tuple:
+    """`model` (an onnx.ModelProto) saved as folder/NAME.onnx and converted by mlconv-convert
+    with `options` into folder/converted: (the .onnx path, the artifact folder, its manifest)."""
+    import onnx
+
+    from mlconv.tools.mlconv_convert import convert
+
+    path, out = folder / f"{name}.onnx", folder / "converted"
+    onnx.save(model, str(path))
+    return path, out, convert(str(path), str(out), options)

@@ -24,7 +24,7 @@ import onnx
 import pytest
 from numerics import onnxruntime_outputs  # a module beside this one (conftest.py)
 from onnx import TensorProto, helper, numpy_helper
-from seed_models import serving_options
+from seed_models import convert_onnx, serving_options
 
 import mlconv
 from mlconv.converter.batcher import (
@@ -88,12 +88,10 @@ def onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("batching")
     model = mlp()
-    path = folder / "mlp.onnx"
-    onnx.save(model, str(path))
-    out = folder / "converted"
-    manifest = convert(str(path), str(out), BATCH_OPTIONS)
+    path, out, manifest = convert_onnx(
+        model, tmp_path_factory.mktemp("batching"), BATCH_OPTIONS, "mlp"
+    )
     return model, path, out, manifest
 
 

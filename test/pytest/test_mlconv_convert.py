@@ -22,7 +22,7 @@ from onnx_graphs import float_model
 # The seed's own example (its docker command line, TPU_FUNCTIONS), with the batching block that
 # a later version supports (BATCH_OPTIONS); see test_batching_needs_functions_converted_for_one_row
 # and test_batching.py.
-from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, save_tpu_func
+from seed_models import BATCH_OPTIONS, TPU_FUNCTIONS, convert_onnx, save_tpu_func
 
 import mlconv
 from mlconv.converter.options import (
@@ -187,12 +187,9 @@ def onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def onnx_artifact(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("onnx")
     model = conv_model()
-    path = folder / "model.onnx"
-    onnx.save(model, str(path))
-    out = folder / "converted"
-    manifest = convert(str(path), str(out), NO_DEFAULT_OPTIMIZATIONS)
+    folder = tmp_path_factory.mktemp("onnx")
+    path, out, manifest = convert_onnx(model, folder, NO_DEFAULT_OPTIMIZATIONS)
     return model, path, out, manifest
 
 

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from onnx_graphs import float_model
+from onnx_graphs import Weights, float_model
 
 pytest.importorskip("tensorflow")  # the topology is a TensorFlow TopologyProto
 
@@ -73,15 +73,7 @@ def transformer_block(seed: int = 24):  # -> onnx.ModelProto
     LayerNorm over x: (2, 8, 32): every weight's output features divide by 8 devices."""
     from onnx import helper, numpy_helper
 
-    rng = np.random.default_rng(seed)
-    weights = []
-
-    def weight(*shape: int) -> str:
-        name = f"w{len(weights)}"
-        array = (rng.standard_normal(shape) * 0.2).astype(np.float32)
-        weights.append(numpy_helper.from_array(array, name))
-        return name
-
+    weight = Weights(np.random.default_rng(seed), 0.2)
     scale = numpy_helper.from_array(np.array(32**-0.5, np.float32), "scale")
     node = helper.make_node
     nodes = [
@@ -104,7 +96,9 @@ def transformer_block(seed: int = 24):  # -> onnx.ModelProto
         node("Add", ["h", "f4"], ["r2"]),
         node("LayerNormalization", ["r2", weight(32), weight(32)], ["y"], axis=-1),
     ]
-    return float_model(nodes, {"x": [2, 8, 32]}, {"y": [2, 8, 32]}, [*weights, scale], name="block")
+    return float_model(
+        nodes, {"x": [2, 8, 32]}, {"y": [2, 8, 32]}, [*weight.initializers, scale], name="block"
+    )
 
 
 def _port() -> int:

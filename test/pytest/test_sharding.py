@@ -18,7 +18,8 @@ import numpy as np
 import onnx
 import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
+from onnx_graphs import Weights, float_model
 from test_mlconv_convert import DF_2X2, sharding_options
 
 import mlconv  # noqa: F401 - the package under test (imports before TensorFlow)
@@ -29,15 +30,7 @@ X_SHAPE = (2, 3, 16, 16)
 def cnn_model(seed: int = 21) -> onnx.ModelProto:
     """Conv(16) -> Relu -> Conv(24, stride 2) -> Relu -> GlobalAveragePool -> MatMul(10):
     16 and 24 output channels divide by 8 devices (split), 10 classes do not (replicated)."""
-    rng = np.random.default_rng(seed)
-    weights = []
-
-    def weight(*shape: int) -> str:
-        name = f"w{len(weights)}"
-        array = (rng.standard_normal(shape) * 0.3).astype(np.float32)
-        weights.append(numpy_helper.from_array(array, name))
-        return name
-
+    weight = Weights(np.random.default_rng(seed), 0.3)
     nodes = [
         helper.make_node(
             "Conv", ["x", weight(16, 3, 3, 3), weight(16)], ["c1"], pads=[1] * 4, name="conv1"
@@ -56,14 +49,7 @@ def cnn_model(seed: int = 21) -> onnx.ModelProto:
         helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
         helper.make_node("MatMul", ["f", weight(24, 10)], ["y"], name="fc"),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(X_SHAPE))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])],
-        weights,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return float_model(nodes, {"x": X_SHAPE}, {"y": [2, 10]}, weight.initializers, name="cnn")
 
 
 def test_weight_dims_split_output_features_where_they_divide():
