@@ -73,6 +73,29 @@ def test_weight_dims_split_output_features_where_they_divide():
     assert shapes(3) == {(16, 3, 3, 3): None, (24, 16, 3, 3): 0, (24, 10): None}
 
 
+def test_weight_dims_of_a_dot_with_two_free_dims_take_the_last():
+    """An Einsum weight [K, H, D] (contracted on K; heads and head size free): split over 8
+    devices on D = 16, the last free dimension (H = 3 would leave it replicated on each)."""
+    from mlconv.converter.sharding import weight_dims
+    from mlconv.dialects import tpu
+    from mlconv.frontends.load import load_model
+    from mlconv.passes.pipelines import lower_to_tpu
+
+    w = np.random.default_rng(5).standard_normal((8, 3, 16)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", ["x", "w"], ["y"], equation="nk,khd->nhd")],
+        "einsum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 16])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = lower_to_tpu(load_model(model), "x:2,8")
+    (region,) = [op for op in module.walk() if isinstance(op, tpu.RegionOp)]
+    ((op, dim),) = weight_dims(region, 8).items()
+    assert (tuple(op.output.type.get_shape()), dim) == ((8, 3, 16), 2)
+
+
 SHARDED_RUN = """
 import json, sys
 import numpy as np
