@@ -219,19 +219,24 @@ class PaddedModule:
         return self.inner.cached
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
-        arrays = [np.asarray(a) for a in bind_inputs(self.input_specs, args, named)]
+        specs = self.input_specs
+        if named and not args and len(named) == len(specs) and all(s.name in named for s in specs):
+            bound = [spec.check(named[spec.name]) for spec in specs]  # by name, as generation
+        else:
+            bound = bind_inputs(specs, args, named)
+        arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in bound]
         if self.unpadded is not None:
             return self.inner(*arrays)
         plan = self._plans.get(tuple(a.shape for a in arrays))
         if plan is not None:  # a checked bucket, at input shapes seen before: few steps
-            pads, cuts = plan
+            pads, cuts, run = plan
             padded = list(arrays)
             for index, shape, where in pads:
                 padded[index] = array = np.zeros(shape, arrays[index].dtype)
                 array[where] = arrays[index]
             return [
                 np.asarray(o) if cut is None else np.asarray(o)[cut]
-                for o, cut in zip(self.inner.run_bound(padded), cuts, strict=True)
+                for o, cut in zip(run(padded), cuts, strict=True)
             ]
         deltas = self._deltas(arrays)
         padded = self._padded(arrays, deltas)
@@ -247,12 +252,13 @@ class PaddedModule:
         else:
             outputs = self._sliced(self.inner.run_bound(padded), deltas)
         if self.cuts is not None and self._key(padded) in self._checked:
-            self._remember(arrays, deltas)
+            self._remember(arrays, deltas, padded)
         return outputs
 
-    def _remember(self, arrays: list[np.ndarray], deltas: list[int]) -> None:
-        """Keep how inputs of these shapes are padded and outputs cut (`_plans`), as slices:
-        the next call at these shapes skips `_deltas`, `_padded` and `_sliced`."""
+    def _remember(self, arrays: list[np.ndarray], deltas: list[int], padded: list[Any]) -> None:
+        """Keep how inputs of these shapes are padded and outputs cut (`_plans`), as slices,
+        and the bucket's program (`runner`, where the wrapped module has one): the next call
+        at these shapes skips `_deltas`, `_padded`, `_sliced` and the program lookup."""
         if len(self._plans) >= PLANS:
             self._plans.clear()
         placed: dict[int, tuple[list[int], list[int]]] = {}  # index: (shape, offsets)
@@ -286,7 +292,9 @@ class PaddedModule:
                     where[axis] = slice(amount, None) if left else slice(0, -amount)
             cut = tuple(where)
             cuts.append(None if all(w == slice(None) for w in where) else cut)
-        self._plans[tuple(a.shape for a in arrays)] = (pads, cuts)
+        runner = getattr(self.inner, "runner", None)
+        run = (runner(padded) if runner is not None else None) or self.inner.run_bound
+        self._plans[tuple(a.shape for a in arrays)] = (pads, cuts, run)
 
     def _deltas(self, arrays: list[np.ndarray]) -> list[int]:
         deltas = []

@@ -432,6 +432,11 @@ class StoredProgram:
     def run_bound(self, arrays: Sequence[Any]) -> list[Any]:
         return self._jitted(self.weights, *arrays)
 
+    def runner(self) -> Callable[[Sequence[Any]], list[Any]]:
+        """`run_bound`, the weights bound (padding.py's plans call it per token)."""
+        jitted, weights = self._jitted, self.weights
+        return lambda arrays: jitted(weights, *arrays)
+
 
 class StoredModule:
     """Callable like SpecializingModule, from a ProgramStore: each input shape's program is
@@ -486,6 +491,13 @@ class StoredModule:
 
     def on_device(self, *args: Any, **named: Any) -> list[Any]:
         return self.run_bound(bind_inputs(self.input_specs, args, named))
+
+    def runner(self, arrays: list[Any]) -> Any:
+        """As SpecializingModule.runner, for a program this module ran already."""
+        program = self._programs.get(tuple((a.shape, a.dtype) for a in arrays))
+        if program is not None:
+            return program.runner()
+        return self._full.runner(arrays) if self._full is not None else None
 
     def run_bound(self, arrays: list[Any]) -> list[Any]:
         key = tuple((a.shape, a.dtype) for a in arrays)

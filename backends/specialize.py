@@ -112,6 +112,15 @@ class SpecializingModule:
             for r in compiled.run_bound(arrays)
         ]
 
+    def runner(self, arrays: list[Any]) -> Any:
+        """The `run_bound` of the program for inputs like `arrays` (compiled already), for a
+        caller that calls it often (padding.py's plans); None where outputs need more than
+        it (a staged program, host outputs to place)."""
+        if self.bound:
+            return None
+        program = self._programs.get((tuple((a.shape, a.dtype) for a in arrays), ()))
+        return getattr(program, "runner", lambda: None)() if program is not None else None
+
     def _program(self, key: Any, make: Any) -> Any:
         """The cached program at `key`, made (and counted) on a miss; None is not cached."""
         program = self._programs.get(key)
