@@ -79,13 +79,20 @@ def save_tpu_func(tf: Any, folder: Path, body: Any, spec: list, host: Any = None
     return module
 
 
-def convert_onnx(model: Any, folder: Path, options: str, name: str = "model") -> tuple:
-    """`model` (an onnx.ModelProto) saved as folder/NAME.onnx and converted by mlconv-convert
-    with `options` into folder/converted: (the .onnx path, the artifact folder, its manifest)."""
-    import onnx
-
+def convert_file(path: Path, options: str, **convert_options: Any) -> tuple[Path, dict]:
+    """mlconv-convert of the model file `path` with `options` into the folder `converted`
+    beside it: (the artifact folder, its manifest)."""
     from mlconv.tools.mlconv_convert import convert
 
-    path, out = folder / f"{name}.onnx", folder / "converted"
+    out = path.parent / "converted"
+    return out, convert(str(path), str(out), options, **convert_options)
+
+
+def convert_onnx(model: Any, folder: Path, options: str, name: str = "model") -> tuple:
+    """`model` (an onnx.ModelProto) saved as folder/NAME.onnx and converted (`convert_file`):
+    (the .onnx path, the artifact folder, its manifest)."""
+    import onnx
+
+    path = folder / f"{name}.onnx"
     onnx.save(model, str(path))
-    return path, out, convert(str(path), str(out), options)
+    return (path, *convert_file(path, options))

@@ -17,6 +17,7 @@ from pathlib import Path
 import forgery
 import numpy as np
 import pytest
+from seed_models import convert_file
 
 import mlconv
 from mlconv.errors import BackendError
@@ -24,13 +25,8 @@ from mlconv.errors import BackendError
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory):
-    from mlconv.tools.mlconv_convert import convert
-
-    folder = tmp_path_factory.mktemp("trust")
-    model = forgery.small_onnx(folder / "small.onnx")
-    out = folder / "converted"
-    convert(str(model), str(out), "disable_default_optimizations: true\n", quiet=True)
-    return out
+    model = forgery.small_onnx(tmp_path_factory.mktemp("trust") / "small.onnx")
+    return convert_file(model, "disable_default_optimizations: true\n", quiet=True)[0]
 
 
 def x(seed: int = 0) -> np.ndarray:

@@ -18,6 +18,7 @@ from pathlib import Path
 import forgery
 import numpy as np
 import pytest
+from seed_models import convert_file
 from serve_process import start_server
 
 READ_TIMEOUT = 1.0
@@ -26,12 +27,9 @@ CONNECTIONS = 8
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from mlconv.tools.mlconv_convert import convert
-
     folder = tmp_path_factory.mktemp("serving")
     model = forgery.two_input_onnx(folder / "two.onnx")
-    out = folder / "converted"
-    convert(str(model), str(out), "disable_default_optimizations: true\n", quiet=True)
+    out, _ = convert_file(model, "disable_default_optimizations: true\n", quiet=True)
     arguments = ("--read-timeout", str(READ_TIMEOUT), "--max-connections", str(CONNECTIONS))
     process, line, log = start_server(out, folder / "stderr.txt", *arguments)
     url = line.rsplit(" ", 1)[-1]
