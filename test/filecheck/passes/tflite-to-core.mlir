@@ -259,3 +259,26 @@ func.func @l2_normalization(%f: tensor<2x4xf32>, %q: tensor<2x4x!quant.uniform<i
   %z = "tflite.L2_NORMALIZATION"(%q) {fused_activation_function = "NONE", version = 2 : i32} : (tensor<2x4x!quant.uniform<i8:f32, 0.08:15>>) -> tensor<2x4x!quant.uniform<i8:f32, 0.0078125>> loc("l2_int8")
   func.return %y, %z : tensor<2x4xf32>, tensor<2x4x!quant.uniform<i8:f32, 0.0078125>>
 }
+
+// -----
+
+// int8 RESIZE_BILINEAR as XNNPACK on the stored integers: rows and columns gathered at the
+// source indices TF's half-pixel rule gives (computed in f32, clamped to the input), blended
+// with weights of 11 fractional bits, 2048 a + (b - a) w, then (acc + 2^21) >> 22. Columns
+// 3 -> 5: positions -0.2 (clamped to 0), 0.4, 1.0, 1.6, 2.2 (clamped to 2), weights
+// 0, round(0.4 * 2048) = 819, 0, 1229, 0.
+// CHECK-LABEL: func.func @int8_resize_bilinear
+// CHECK:         %[[X:.*]] = "core.Convert"(%{{.*}}) {destination_type = i32}
+// CHECK:         %[[TOP:.*]] = "core.Gather"(%[[X]], %{{.*}}, %{{.*}}) : (tensor<1x2x3x4xi32>, tensor<3xi64>, tensor<i64>) -> tensor<1x3x3x4xi32>
+// CHECK:         core.Constant {value = dense<[0, 0, 1, 1, 2]> : tensor<5xi64>}
+// CHECK:         core.Constant {value = dense<[1, 1, 2, 2, 2]> : tensor<5xi64>}
+// CHECK:         core.Constant {value = dense<{{\[\[\[\[}}0], [819], [0], [1229], [0]]]]> : tensor<1x1x5x1xi32>}
+// CHECK:         core.Constant {value = dense<{{\[\[\[\[}}0]], {{\[\[}}1024]], {{\[\[}}0]]]]> : tensor<1x3x1x1xi32>}
+// CHECK:         %[[R:.*]] = "core.BitwiseRightShift"
+// CHECK:         %[[Y:.*]] = "core.Convert"(%[[R]]) {destination_type = i8} : (tensor<1x3x5x4xi32>) -> tensor<1x3x5x4xi8>
+// CHECK:         func.return %[[Y]]
+func.func @int8_resize_bilinear(%x: tensor<1x2x3x4x!quant.uniform<i8:f32, 0.02:3>>) -> tensor<1x3x5x4x!quant.uniform<i8:f32, 0.02:3>> {
+  %size = "tflite.CONST"() {value = dense<[3, 5]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %y = "tflite.RESIZE_BILINEAR"(%x, %size) {align_corners = false, half_pixel_centers = true, version = 3 : i32} : (tensor<1x2x3x4x!quant.uniform<i8:f32, 0.02:3>>, tensor<2xi32>) -> tensor<1x3x5x4x!quant.uniform<i8:f32, 0.02:3>> loc("resize")
+  func.return %y : tensor<1x3x5x4x!quant.uniform<i8:f32, 0.02:3>>
+}
