@@ -25,8 +25,10 @@ field by field, each file's SHA-256 checked against its entry, .npy read with
 `allow_pickle=False`, the export's custom-call targets checked against export_check's
 allow-list and its argument types against the entry, the compile options against
 `ALLOWED_OPTIONS`. An entry failing a check is ignored with a warning and written afresh;
-nothing in the folder is imported, unpickled or executed but the checked StableHLO. Off with
-the compilation cache (`compilation_cache=False`, `MLCONV_COMPILATION_CACHE=0`).
+nothing in the folder is imported, unpickled or executed but the checked StableHLO. The folder
+is bounded as XLA's cache is (`max_bytes`): storing a program removes the least recently used
+models' folders past it (`prune`). Off with the compilation cache (`compilation_cache=False`,
+`MLCONV_COMPILATION_CACHE=0`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import hashlib
 import io
 import json
 import os
+import shutil
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -74,6 +78,43 @@ sets (a program compiled with any other is not stored)."""
 
 MAX_JSON_BYTES = 1 << 20
 """A JSON file of the cache larger than this is not read."""
+
+
+def max_bytes() -> int:
+    """How many bytes the programs may take on disk: as XLA's executables beside them
+    ($MLCONV_COMPILATION_CACHE_MAX_BYTES, else compile_cache.DEFAULT_MAX_BYTES)."""
+    text = os.environ.get("MLCONV_COMPILATION_CACHE_MAX_BYTES", "")
+    return int(text) if text.strip().isdigit() else compile_cache.DEFAULT_MAX_BYTES
+
+
+def prune(root: Path, limit: int) -> list[Path]:
+    """Remove the least recently used models' folders under `root` (programs/) until the rest
+    take at most `limit` bytes; only folders named as `store_for` names them. Returns the
+    removed folders."""
+    folders = []
+    try:
+        for folder in root.iterdir():
+            if not (folder.is_dir() and len(folder.name) == 40 and _is_hex(folder.name)):
+                continue
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+            marker = folder / "module.json"
+            used = (marker if marker.is_file() else folder).stat().st_mtime
+            folders.append((used, size, folder))
+    except OSError:
+        return []
+    total = sum(size for _, size, _ in folders)
+    removed = []
+    for _, size, folder in sorted(folders):
+        if total <= limit:
+            break
+        shutil.rmtree(folder, ignore_errors=True)
+        total -= size
+        removed.append(folder)
+    return removed
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
 
 
 def _sha256_file(path: Path) -> str:
@@ -209,7 +250,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _is_sha(text: Any) -> bool:
-    return isinstance(text, str) and len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+    return isinstance(text, str) and len(text) == 64 and _is_hex(text)
 
 
 class ProgramStore:
@@ -242,6 +283,8 @@ class ProgramStore:
                 if self._external_digest(entry[0]) != entry[1]:
                     return None  # the model's external data changed: a different model
             self.external_id = _digest_of(external)
+            now = time.time()
+            os.utime(path, (now, now))  # used: the last folder `prune` removes
         except (OSError, CorruptEntry) as error:
             _ignore(path, str(error))
             return None
@@ -372,6 +415,7 @@ class ProgramStore:
             _write_atomic(self.folder / f"{name}.json", json.dumps(entry).encode())
         except OSError:
             return None
+        prune(self.folder.parent, max_bytes())
         return StoredProgram(
             jax_export.deserialize(bytearray(blob)),
             weights,

@@ -133,3 +133,18 @@ def test_changed_external_weights_are_not_served_stale(stored, tmp_path):
     # N=3's entry is still the old weights': not served for these
     second = _child(tmp_path / "model.onnx", str(copy))
     assert second["lowered"] and second["stored"] == 1 and _close(second, other)
+
+
+def test_prune_removes_the_least_recently_used_models(tmp_path):
+    from mlconv.backends.program_cache import prune
+
+    for age, name in enumerate(["a" * 40, "b" * 40, "c" * 40]):
+        folder = tmp_path / name
+        (folder / "weights").mkdir(parents=True)
+        (folder / "weights" / "w.npy").write_bytes(b"x" * 1000)
+        (folder / "module.json").write_text("{}")
+        os.utime(folder / "module.json", (1000 - age * 100, 1000 - age * 100))  # c oldest
+    (tmp_path / "not-ours").mkdir()
+    assert prune(tmp_path, 2100) == [tmp_path / ("c" * 40)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a" * 40, "b" * 40, "not-ours"]
+    assert prune(tmp_path, 10**9) == []
