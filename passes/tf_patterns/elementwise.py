@@ -11,6 +11,7 @@ import numpy as np
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_tensor as ct
+from mlconv.passes.lowering.tensor import lower_select
 from mlconv.passes.tf_patterns import lowering
 
 BINARY = {
@@ -142,11 +143,8 @@ def leaky_relu(op, b):
 @lowering("Select", "SelectV2")
 def select(op, b):
     # SelectV2 broadcasts numpy-style; Select's rank-1 condition picks rows.
-    cond, then, other = b.input(op, 0), b.input(op, 1), b.input(op, 2)
-    rank_c, rank_t = b.rank(cond), b.rank(then)
-    if op.name == "tf.Select" and rank_c == 1 and rank_t and rank_t > 1:
-        cond = b(ct.UnsqueezeOp, cond, b.ints(list(range(1, rank_t))))
-    return [b(ct.SelectOp, cond, then, other)]
+    inputs = b.input(op, 0), b.input(op, 1), b.input(op, 2)
+    return [lower_select(b, *inputs, rows=op.name == "tf.Select")]
 
 
 @lowering("Cast")

@@ -16,6 +16,7 @@ from mlconv.dialects import core_elementwise as ew
 from mlconv.dialects import core_indexing as ci
 from mlconv.dialects import core_tensor as ct
 from mlconv.dialects import core_tf as ctf
+from mlconv.passes.lowering.tensor import slice_by_size
 from mlconv.passes.tf_patterns import lowering
 from mlconv.semantics.shapes import partial_value
 
@@ -176,20 +177,7 @@ def slice_(op, b):
     begin, size = b.constant(begin_value), b.constant(size_value)
     if begin is None or size is None:
         return [_computed_slice(b, b.input(op, 0), begin_value, size_value)]
-    begin = begin.astype(np.int64).reshape(-1)
-    size = size.astype(np.int64).reshape(-1)
-    end = np.where(size < 0, 0, begin + size)
-    return [
-        b(
-            ctf.StridedSliceOp,
-            b.input(op, 0),
-            b.ints(begin),
-            b.ints(end),
-            b.ints([1] * begin.size),
-            begin_mask=[0] * begin.size,
-            end_mask=[int(s < 0) for s in size],
-        )
-    ]
+    return [slice_by_size(b, b.input(op, 0), begin, size)]
 
 
 def _computed_slice(b, x, begin, size):

@@ -7,6 +7,7 @@ import numpy as np
 from mlconv.dense import element_type
 from mlconv.dialects import core
 from mlconv.dialects.quant import UniformQuantizedType
+from mlconv.passes.lowering.tensor import lower_select
 from mlconv.passes.tflite_patterns import fixed_point as fx
 from mlconv.passes.tflite_patterns import lowering
 from mlconv.passes.tflite_patterns.nn import int8_activation_bounds, int8_per_tensor
@@ -330,8 +331,5 @@ lowering("LOGICAL_NOT")(_unary(core.LogicalNotOp))
 @lowering("SELECT", "SELECT_V2")
 def select(op, b):
     # SELECT_V2 broadcasts numpy-style; SELECT's rank-1 condition picks rows.
-    cond, then, other = b.x(op, 0), b.x(op, 1), b.x(op, 2)
-    rank_c, rank_t = b.rank(cond), b.rank(then)
-    if op.operator == "SELECT" and rank_c == 1 and rank_t and rank_t > 1:
-        cond = b(core.UnsqueezeOp, cond, b.ints(list(range(1, rank_t))))
-    return [b(core.SelectOp, cond, then, other)]
+    inputs = b.x(op, 0), b.x(op, 1), b.x(op, 2)
+    return [lower_select(b, *inputs, rows=op.operator == "SELECT")]

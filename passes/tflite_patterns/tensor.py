@@ -8,6 +8,7 @@ from xdsl.dialects.builtin import TensorType
 from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects import core
 from mlconv.dialects import core_tf as ctf
+from mlconv.passes.lowering.tensor import slice_by_size
 from mlconv.passes.tflite_patterns import lowering
 
 
@@ -249,19 +250,7 @@ def slice_(op, b):
         if (size < 0).any():
             raise b.fail("has a computed begin and a size of -1 (a value-dependent shape)")
         return [b(core.DynamicSliceOp, b.x(op, 0), b.x(op, 1), sizes=[int(s) for s in size])]
-    begin = b.static(op, 1).astype(np.int64).reshape(-1)
-    end = np.where(size < 0, 0, begin + size)
-    return [
-        b(
-            ctf.StridedSliceOp,
-            b.x(op, 0),
-            b.ints(begin),
-            b.ints(end),
-            b.ints([1] * begin.size),
-            begin_mask=[0] * begin.size,
-            end_mask=[int(s < 0) for s in size],
-        )
-    ]
+    return [slice_by_size(b, b.x(op, 0), b.static(op, 1), size)]
 
 
 def _limits(dtype):
