@@ -85,9 +85,9 @@ def test_weight_dims_of_a_dot_with_two_free_dims_take_the_last():
     graph = helper.make_graph(
         [helper.make_node("Einsum", ["x", "w"], ["y"], equation="nk,khd->nhd")],
         "einsum",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 16])],
-        [numpy_helper.from_array(w, "w")],
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3, 16])],
+        [onnx.numpy_helper.from_array(w, "w")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     module = lower_to_tpu(load_model(model), "x:2,8")
