@@ -23,21 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from mlconv.dialects import core_elementwise as ew
-from mlconv.dialects import core_image as image
 from mlconv.dialects import core_tensor as ct
+from mlconv.passes.lowering.image import resize, resize_coordinates
 from mlconv.passes.tf_patterns import lowering
 
 
 def _coordinates(op, b, nearest: bool) -> str:
-    align = b.attr(op, "align_corners", False)
-    half = b.attr(op, "half_pixel_centers", False)
-    if align and half:
-        raise b.fail("align_corners and half_pixel_centers cannot both be true")
-    if align:
-        return "align_corners"
-    if half:
-        return "tf_half_pixel_for_nn" if nearest else "half_pixel"
-    return "asymmetric"
+    align, half = b.attr(op, "align_corners", False), b.attr(op, "half_pixel_centers", False)
+    return resize_coordinates(b, align, half, nearest)
 
 
 def _f32(op):
@@ -50,36 +43,13 @@ def resize_bilinear(op, b):
     x = b.input(op, 0)
     if b.dtype(x) != np.float32:
         x = b(ct.ConvertOp, x, destination_type=_f32(op))
-    return [
-        b(
-            image.InterpolateOp,
-            x,
-            b.input(op, 1),
-            b.ints([1, 2]),
-            None,
-            mode="linear_onnx",
-            shape_calculation_mode="sizes",
-            coordinate_transformation_mode=_coordinates(op, b, False),
-        )
-    ]
+    return [resize(b, x, b.input(op, 1), _coordinates(op, b, False), nearest=False)]
 
 
 @lowering("ResizeNearestNeighbor")
 def resize_nearest(op, b):
     coordinates = _coordinates(op, b, True)
-    return [
-        b(
-            image.InterpolateOp,
-            b.input(op, 0),
-            b.input(op, 1),
-            b.ints([1, 2]),
-            None,
-            mode="nearest",
-            shape_calculation_mode="sizes",
-            coordinate_transformation_mode=coordinates,
-            nearest_mode="round_prefer_ceil" if coordinates == "align_corners" else "floor",
-        )
-    ]
+    return [resize(b, b.input(op, 0), b.input(op, 1), coordinates, nearest=True)]
 
 
 _TABLE_SIZE = 1024

@@ -10,6 +10,7 @@ import numpy as np
 from mlconv.dense import element_type
 from mlconv.dialects import core
 from mlconv.dialects.core_base import constant_value
+from mlconv.passes.lowering.image import resize, resize_coordinates
 from mlconv.passes.tflite_patterns import lowering
 from mlconv.passes.tflite_patterns.nn import int8_per_tensor
 
@@ -17,30 +18,8 @@ from mlconv.passes.tflite_patterns.nn import int8_per_tensor
 def _resize(op, b, nearest: bool):
     options = op.options()
     align, half = bool(options["align_corners"]), bool(options["half_pixel_centers"])
-    if align and half:
-        raise b.fail("align_corners and half_pixel_centers cannot both be true")
-    if align:
-        coordinates = "align_corners"
-    elif half:
-        coordinates = "tf_half_pixel_for_nn" if nearest else "half_pixel"
-    else:
-        coordinates = "asymmetric"
-    extra = {}
-    if nearest:
-        extra["nearest_mode"] = "round_prefer_ceil" if align else "floor"
-    return [
-        b(
-            core.InterpolateOp,
-            b.x(op, 0),
-            b.raw(op, 1),
-            b.ints([1, 2]),
-            None,
-            mode="nearest" if nearest else "linear_onnx",
-            shape_calculation_mode="sizes",
-            coordinate_transformation_mode=coordinates,
-            **extra,
-        )
-    ]
+    coordinates = resize_coordinates(b, align, half, nearest)
+    return [resize(b, b.x(op, 0), b.raw(op, 1), coordinates, nearest)]
 
 
 @lowering("RESIZE_BILINEAR")
