@@ -16,6 +16,7 @@ def __getattr__(name: str):
     # PadTo on first use: importing mlconv.backends turns on jax_enable_x64 (mlconv.semantics),
     # which `import mlconv.dialects...` must not do (test_semantics).
     if name == "PadTo":
+        # lazy: `import mlconv` stays light; JAX and the passes load on first use
         from mlconv.backends.padding import PadTo
 
         return PadTo

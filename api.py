@@ -108,6 +108,7 @@ def compile(  # noqa: A001 - the API the design names
             choice = BackendChoice("xla", "named" if chosen == "xla" else "dynamic")
             return mark(pad_dynamic_dims(mark(stored, choice), model, pad_dims), choice)
 
+    # lazy: `import mlconv` stays light; JAX and the passes load on first use
     from mlconv.backends.specialize import SpecializingModule
     from mlconv.converter.artifact import is_artifact, load_artifact
 
@@ -143,6 +144,7 @@ def _lowered(
     """`model` imported and lowered to core: a SpecializingModule for a model with dynamic
     dims (its programs stored in `store`, where there is one), else the static model compiled
     by `backend` (backend_choice.compile_chosen)."""
+    # lazy: `import mlconv` stays light; JAX and the passes load on first use
     from mlconv.backends.backend_choice import compile_chosen
     from mlconv.backends.program_cache import external_data_files
     from mlconv.backends.specialize import SpecializingModule, needs_specialization
@@ -186,6 +188,7 @@ def _lowered(
 def pad_dynamic_dims(specialized, model: Any, pad_dims: Mapping[str, Any] | bool | None):
     """`specialized` wrapped to pad `pad_dims` (None: `padding.default_pad_dims`), or as it
     is where nothing is padded."""
+    # lazy: `import mlconv` stays light; JAX and the passes load on first use
     from mlconv.backends import compile_cache
     from mlconv.backends.padding import PaddedModule, default_pad_dims, record_path, resolve
     from mlconv.backends.program_cache import platform_of
@@ -237,6 +240,7 @@ def load(path: str | os.PathLike, device: str | None = None, *, allow_tensorflow
     The folder is data (docs/artifact.md): its manifest is validated, every file checked
     against its recorded SHA-256 and every export's custom calls against an allow-list before
     anything runs; a bad artifact is a one-line `mlconv.errors.BackendError`."""
+    # lazy: `import mlconv` stays light; JAX and the passes load on first use
     from mlconv.converter.artifact import load_artifact
 
     return load_artifact(path, device, allow_tensorflow=allow_tensorflow)

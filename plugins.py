@@ -74,6 +74,7 @@ class Registration:
 
     def dialect(self, dialect: Dialect) -> None:
         """A new dialect: its ops parse, print and verify in every tool."""
+        # lazy: loads numpy, which this module does not
         from mlconv.dialects import DIALECTS
 
         if dialect.name in DIALECTS:
@@ -106,6 +107,7 @@ class Registration:
         """A lowering pattern keyed by (dialect, op, since-version) into `target`'s table
         (`mlconv.passes.lowering.register`; an ONNX custom-domain op is `<domain>.<op_type>`
         at its domain's opset version)."""
+        # lazy: loads JAX and turns on jax_enable_x64, which this module does not
         from mlconv.passes.lowering import load, register
 
         # The built-in patterns of (dialect, target) load lazily, on their first lookup: load
@@ -127,6 +129,7 @@ class Registration:
         shapes: Callable[..., Any] | None = None,
     ) -> None:
         """The host implementation of core.Custom (`domain`, `op_type`); see mlconv.custom_ops."""
+        # lazy: loads JAX, numpy, which this module does not
         from mlconv import custom_ops
 
         try:
@@ -144,6 +147,7 @@ class Registration:
         self._add_to("pipeline", pipeline_class)
 
     def _add_to(self, kind: str, cls: type) -> None:
+        # lazy: loads JAX and turns on jax_enable_x64, which this module does not
         from mlconv.passes import PASSES, PIPELINES
 
         name = getattr(cls, "name", None)

@@ -134,6 +134,7 @@ def compile_chosen(
 ) -> Any:
     """The callable of a static core `module` on the back end `backend` ("xla", "openvino" or
     "auto", as `resolve_backend` gives it), marked with the choice (`mark`)."""
+    # lazy: loads xDSL, which this module does not
     from mlconv.backends import openvino_backend
 
     if backend == "openvino":
@@ -179,6 +180,7 @@ def compile_chosen(
 
 
 def _compile_xla(module: ModuleOp, device: str | None, stages: Sequence[Any], progress: Any):
+    # lazy: loads xDSL, which this module does not
     from mlconv.backends.jax_backend import compile_module
     from mlconv.dialects import make_context
 
@@ -201,6 +203,7 @@ class _Compiling(threading.Thread):
         self.error: str | None = None
 
     def run(self) -> None:
+        # lazy: loads xDSL, which this module does not
         from mlconv.backends.openvino_backend import compile_ir
 
         try:
@@ -213,6 +216,7 @@ class _Compiling(threading.Thread):
 
 def _measure(module: ModuleOp, device: str | None, stages: Sequence[Any], progress: Any):
     """(callable, BackendChoice): both back ends compiled, compared and timed."""
+    # lazy: loads xDSL, which this module does not
     from mlconv.backends.openvino_backend import OpenVinoModule
     from mlconv.backends.openvino_ir import to_openvino_ir
     from mlconv.signature.module_io import find_main

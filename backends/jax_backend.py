@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from mlconv.backends import compile_cache
+from mlconv.backends.symbolic import export_symbolic, has_dynamic_inputs
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.dialects import tpu
 from mlconv.errors import BackendError
@@ -270,6 +271,7 @@ class HostRegion:
     one in numpy on the host (`semantics/host_numpy.py`), nothing compiled."""
 
     def __init__(self, region: tpu.RegionOp):
+        # lazy: loads 1 more module (semantics)
         from mlconv.semantics.host_numpy import host_function
 
         self.region = region
@@ -350,6 +352,7 @@ class CompiledModule:
 def _check_custom_calls(module: ModuleOp) -> None:
     """Refuse, before anything compiles, a custom op whose host implementation nobody has
     registered: otherwise the first call would fail inside jax.pure_callback, with no location."""
+    # lazy: loads 1 more module (custom_ops)
     from mlconv import custom_ops
 
     for op in module.walk():
@@ -417,11 +420,10 @@ def export_stablehlo(module: ModuleOp, out_path: str) -> None:
     when it is still at a framework or core level; inputs with dynamic dims are exported with
     symbolic dims (backends/symbolic.py, the path mlconv-convert takes), one module for every
     size."""
+    # lazy: loads 14 more modules (dialects, passes, semantics)
     from mlconv.passes.pipelines import lower_to_tpu
 
     if any(not op.name.startswith(("tpu.", "func.", "builtin.")) for op in module.walk()):
-        from mlconv.backends.symbolic import export_symbolic, has_dynamic_inputs
-
         if has_dynamic_inputs(module):  # symbolic dims, as mlconv-convert exports them
             write_output(out_path, export_symbolic(module, lower_to_tpu).mlir_module())
             return

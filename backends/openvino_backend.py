@@ -84,6 +84,7 @@ def compile_ir(xml: bytes, weights: bytes, device: str | None = None):
 
 def compile_module(module: ModuleOp, device: str | None = None) -> OpenVinoModule:
     """A callable running the core module's @main in OpenVINO on `device` (cpu)."""
+    # lazy: loads 9 more modules (backends, dialects, fileio, passes, signature)
     from mlconv.backends.openvino_ir import to_openvino_ir
 
     if device not in DEVICES:

@@ -39,6 +39,16 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, SSAValue
 
+from mlconv.backends.openvino_layers import (
+    DTYPES,
+    ELEMENT_TYPES,
+    OV_TYPES,
+    RENAMES,
+    TARGET,
+    UNSUPPORTED,
+    Refused,
+    parse_value,
+)
 from mlconv.dense import numpy_dtype, tensor_type, to_numpy
 from mlconv.dialects import make_context
 from mlconv.dialects.core import OPS_BY_NAME
@@ -57,7 +67,6 @@ IR_VERSION = "11"
 
 def _element(value: SSAValue, where) -> tuple[str, str, list[int]]:
     """(element_type, precision, dims) of a ranked tensor value."""
-    from mlconv.backends.openvino_layers import ELEMENT_TYPES
 
     t = value.type
     if not isinstance(t, TensorType):
@@ -74,6 +83,7 @@ def _element(value: SSAValue, where) -> tuple[str, str, list[int]]:
 
 def _check_types(op: CoreOp) -> None:
     """The op's declared result types against the types its semantics infer."""
+    # lazy: loads 6 more modules (dialects, semantics)
     from mlconv.semantics.shapes import infer_result_types
 
     try:
@@ -187,7 +197,6 @@ class _Writer:
         )
         stored = array.astype(np.float16) if compress else array
         raw = np.ascontiguousarray(stored).tobytes()
-        from mlconv.backends.openvino_layers import ELEMENT_TYPES
 
         if stored.dtype not in ELEMENT_TYPES:
             raise BackendError.at(
@@ -230,7 +239,6 @@ class _Writer:
         return constant.results[0]
 
     def op(self, op: CoreOp, names) -> None:
-        from mlconv.backends.openvino_layers import TARGET
 
         emitter = lookup("core", op.name, None, target=TARGET)
         spec = emitter(op, self)
@@ -280,7 +288,6 @@ def _loc_name(op) -> str | None:
 
 
 def _unsupported(body: Block) -> list[BackendError]:
-    from mlconv.backends.openvino_layers import TARGET, UNSUPPORTED
 
     errors = []
     for op in body.ops:
@@ -298,7 +305,6 @@ def to_openvino_ir(
     module: ModuleOp, *, compress_to_fp16: bool = False, name: str = "mlconv"
 ) -> tuple[bytes, bytes]:
     """The .xml text and .bin bytes of the core module's @main."""
-    from mlconv.backends.openvino_layers import Refused
 
     function = find_main(module, "write as OpenVINO IR")
     body = function.body.block
@@ -353,6 +359,7 @@ def write_openvino(module: ModuleOp, path: str | os.PathLike, **options) -> tupl
 def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False) -> None:
     """mlconv-translate --export-openvino: lower framework dialects to core, run the
     registered `core-to-openvino` pipeline, then write the .xml and .bin."""
+    # lazy: loads 17 more modules (dialects, passes, semantics)
     from mlconv.passes.pipelines import framework_dialects, lower_to_core
 
     if framework_dialects(module):
@@ -363,7 +370,6 @@ def export_openvino(module: ModuleOp, path: str, compress_to_fp16: bool = False)
 
 # --- reader -----------------------------------------------------------------------------------
 def _core_class(type_: str, version: str):
-    from mlconv.backends.openvino_layers import OV_TYPES
 
     reverse = {ov: core for core, ov in OV_TYPES.items()} | {"SoftMax": "core.Softmax"}
     return OPS_BY_NAME.get(reverse.get(type_, f"core.{type_}"))
@@ -373,7 +379,6 @@ MAX_XML_BYTES = 256 << 20
 
 
 def _port_type(port: ET.Element | None, where: str):
-    from mlconv.backends.openvino_layers import DTYPES
 
     if port is None:
         raise FrontendError("a layer lacks its port", where)
@@ -456,7 +461,6 @@ def _read_xml(xml_path: Path) -> ET.Element:
 def _const(data: dict[str, str], port_type, weights: bytes, name: str):
     """A Const layer's array: element type, shape, offset and size checked against each other,
     the .bin and the output port."""
-    from mlconv.backends.openvino_layers import DTYPES
 
     element = data.get("element_type", "")
     if element not in DTYPES:
@@ -492,7 +496,6 @@ def import_openvino(path: str | os.PathLike) -> ModuleOp:
     """A core module from an OpenVINO IR .xml (and the .bin beside it), read as data: ids,
     edges, ports, Const offsets/sizes/element types and every declared type checked; a bad
     file is a one-line FrontendError (every unknown layer type named at once)."""
-    from mlconv.backends.openvino_layers import RENAMES, parse_value
 
     xml_path = Path(path)
     bin_path = xml_path.with_suffix(".bin")

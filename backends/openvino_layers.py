@@ -36,6 +36,7 @@ from mlconv.dialects.core_base import (
     CoreOp,
     constant_value,
 )
+from mlconv.passes.core_op_versions import op_version
 from mlconv.passes.lowering import lowering
 
 TARGET = "openvino"
@@ -171,7 +172,6 @@ OV_SINCE = {
 def layer(op: CoreOp, *, rename: dict[str, str] | None = None, drop: Sequence[str] = ()) -> Layer:
     """The layer of a core op whose attributes are OpenVINO's: every declared attribute with a
     value (explicit or default) under its (renamed) name."""
-    from mlconv.passes.core_op_versions import op_version
 
     version = max(op_version(op), OV_SINCE.get(op.name, 0))
     rename = {**RENAMES.get(op.name, {}), **(rename or {})}

@@ -342,6 +342,7 @@ class PaddedModule:
         on each bucket's first call."""
         outputs = [np.asarray(o) for o in self.inner(*padded)]
         if self.cuts is None:
+            # lazy: loads onnx, xDSL, which this module does not
             from mlconv.interpreters.run import run_module
 
             reference = run_module(self.inner.module, arrays)

@@ -138,6 +138,7 @@ class SpecializingModule:
 
     def _specialize(self, arrays: list[np.ndarray]) -> CompiledModule:
         """@main compiled at the arrays' shapes and the values of the `bound` inputs."""
+        # lazy: loads 8 more modules (dialects, passes)
         from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
         module = bind_module(self.module, arrays, self.bound)

@@ -196,6 +196,7 @@ def _compile_prefix(
     main: func.FuncOp, prefix: list[Operation], wanted: list[SSAValue], device: str | None
 ) -> CompiledModule:
     """The prefix ops as a module returning `wanted`, lowered and compiled."""
+    # lazy: loads 8 more modules (dialects, passes)
     from mlconv.passes.pipelines import CoreToTpuPipeline, target_device
 
     args = main.body.block.args

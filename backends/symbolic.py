@@ -248,6 +248,7 @@ def generalize(
 ) -> Generalized:
     """Compare the programs `modules` (one per probe of `symbols.probes()`, tpu level) and
     generalize the first one; SymbolicShapeError names the first op that cannot be."""
+    # lazy: loads 3 more modules (dialects)
     from mlconv.dialects import tpu
 
     result = Generalized(symbols)
@@ -364,6 +365,7 @@ def interpret(
     with their bodies evaluated the same way, so a loop carrying a `b`-sized value exports
     with the symbol (jax.export traces lax.cond / while_loop shape-polymorphically)."""
 
+    # lazy: loads 4 more modules (dialects, semantics)
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import RUNNERS, interpret_block
 
@@ -400,6 +402,7 @@ def region_function(
     region: Any, generalized: Generalized, dims: Mapping[str, Any]
 ) -> Callable[..., Any]:
     """The region as a function of its inputs, traced with symbolic `dims`."""
+    # lazy: loads 3 more modules (dialects)
     from mlconv.dialects import tpu
 
     block = region.body.block
@@ -441,6 +444,7 @@ def export_region(region: Any, generalized: Generalized, platforms: Sequence[str
 def has_dynamic_inputs(module: Any) -> bool:
     """Whether @main has an input with a dynamic dim (an input whose value decides a shape
     then fails to lower at the probe sizes, in one line)."""
+    # lazy: loads 7 more modules (dialects, signature)
     from mlconv.signature.module_io import find_main
 
     main = find_main(module)
@@ -453,6 +457,7 @@ def export_symbolic(
     """A framework- or core-level module whose inputs have dynamic dims, lowered by
     `lower(copy, input_shapes)` at the probe sizes and exported as one `jax.export.Exported`
     with symbolic dims (its @main must become one tpu.region)."""
+    # lazy: loads 16 more modules (dialects, passes, semantics, signature)
     from mlconv.dialects import tpu
     from mlconv.passes.core_to_tpu import input_name
     from mlconv.signature.module_io import find_main

@@ -209,6 +209,7 @@ def custom_options_bytes(op: tflite.CustomOp) -> bytes:
     `custom_options` as a flexbuffer map (what the importer decoded, encoded back)."""
     from flatbuffers import flexbuffers
 
+    # lazy: loads 1 more module (dialects)
     from mlconv.dialects.tpu import decode_param
 
     if op.raw_options is not None:
@@ -254,6 +255,7 @@ def export_tflite(module: ModuleOp, out_path: str | os.PathLike) -> None:
     """Write a core- or tflite-dialect module as a .tflite file: core ops are lowered first
     (core-to-tflite-pipeline: core-infer-shapes, core-fold-constants, core-to-tflite), then
     every op gets the minimum version it needs (tflite-op-versions)."""
+    # lazy: loads 18 more modules (dialects, passes, semantics)
     from mlconv.passes.pipelines import CoreToTflitePipeline
 
     if any(op.name.startswith("core.") for op in module.walk()):

@@ -57,6 +57,7 @@ from mlconv.backends.export_check import (
     export_function,
     region_specs,
 )
+from mlconv.backends.symbolic import PerShape, export_region
 from mlconv.converter.artifact_manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -71,6 +72,7 @@ from mlconv.converter.batcher import (
     export_batched,
     flatten_batch_ops,
 )
+from mlconv.converter.host_part import BatchedCalls, export_main, load_signatures
 from mlconv.converter.sharding import MeshSpec, WeightBoundCall, export_sharded, read_weights
 from mlconv.dense import to_numpy
 from mlconv.errors import BackendError
@@ -111,6 +113,7 @@ def save_artifact(
     lowered at probe sizes of its dynamic dims, with symbolic dims: the manifest's
     `symbolic_dims` names them, its inputs have -1 there. `texts` are text files (reports) by
     name, written in OUTDIR with the rest, their SHA-256s recorded too."""
+    # lazy: loads 14 more modules (backends, dialects, passes, semantics, signature)
     from mlconv.backends.jax_backend import HOST_PRIMITIVES
     from mlconv.dialects import tpu
     from mlconv.signature.module_io import find_main, value_names
@@ -203,8 +206,6 @@ def save_artifact(
         manifest["batches"] = batches
     host_stages = []
     if host is not None:
-        from mlconv.converter.host_part import export_main
-
         manifest["signatures"] = host[0]
         host_stages = [
             (name, stage if isinstance(stage, bytes) else export_main(stage))
@@ -240,6 +241,7 @@ def save_artifact(
             (staging / "host" / f"{name}.jaxexport").write_bytes(exp.serialize())
             (staging / "host" / f"{name}.mlir").write_text(exp.mlir_module())
         if write_tf:
+            # lazy: loads 1 more module (converter)
             from mlconv.converter.saved_model_writer import write_saved_model
 
             one_device = dict(exported)
@@ -294,10 +296,9 @@ def _export_region(region: Any, symbolic: Any = None) -> Any:
     """The region as a `jax.export.Exported` with its constants inside (static shapes; with
     `symbolic`, a backends.symbolic.Generalized, symbolic where its inputs are)."""
     if symbolic is not None:
-        from mlconv.backends.symbolic import export_region
-
         return export_region(region, symbolic, PLATFORMS)
 
+    # lazy: loads 4 more modules (dialects, semantics)
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
 
@@ -322,6 +323,7 @@ class LoadedArtifact:
         *,
         allow_tensorflow: bool = False,
     ):
+        # lazy: loads 14 more modules (backends, dialects, passes, semantics, signature)
         from mlconv.backends.jax_backend import pick_device
 
         folder = Path(outdir)
@@ -362,7 +364,6 @@ class LoadedArtifact:
     @functools.cached_property
     def signatures(self) -> dict[str, Any]:
         """Each signature run whole, host part included (converter/host_part.py)."""
-        from mlconv.converter.host_part import load_signatures
 
         return load_signatures(self, self.files, self.allow_tensorflow)
 
@@ -407,8 +408,6 @@ def _callable(exp: Any, mesh: Any) -> Any:
     """`exp` as a function; a sharded one jitted over `mesh` with its recorded shardings."""
     if mesh is None or exp.nr_devices == 1:
         if any(not isinstance(d, int) for a in exp.in_avals for d in a.shape):
-            from mlconv.backends.symbolic import PerShape
-
             return PerShape(exp)  # compiled once per concrete shape, a bounded cache
         return exp.call
 
@@ -433,8 +432,6 @@ def load_artifact(
     artifact's own TensorFlow graph)."""
     loaded = LoadedArtifact(outdir, device, allow_tensorflow=allow_tensorflow)
     if loaded.manifest.get("batches"):
-        from mlconv.converter.host_part import BatchedCalls, load_signatures
-
         model = BatchingModel(loaded, loaded.files)
         model.signatures = load_signatures(
             BatchedCalls(model, loaded), loaded.files, allow_tensorflow

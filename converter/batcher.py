@@ -35,8 +35,10 @@ import numpy as np
 from jax import export
 
 from mlconv.backends.export_check import PLATFORMS, deserialize_checked, export_function
+from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.errors import BackendError, InputError
+from mlconv.signature.inputs import InputSpec, bind_inputs
 
 DEFAULT_MAX_ENQUEUED_BATCHES = 10
 """TensorFlow's BatchFunction default, used where the options leave it 0."""
@@ -239,6 +241,7 @@ class Batcher:
 
     def check(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         """The request's arrays, checked against the seed's shape requirements."""
+        # lazy: loads 3 more modules (dialects)
         from mlconv.dialects.tpu import (
             DIMENSIONS_MUST_MATCH,
             EQUAL_0TH_DIMENSION,
@@ -309,6 +312,7 @@ class Batcher:
                         piece.request.future.set_exception(failed)
 
     def _run(self, batch: _Batch) -> None:
+        # lazy: loads 3 more modules (dialects)
         from mlconv.dialects.tpu import OUTPUT_0TH_DIMENSION
 
         size = self.config.padded_size(batch.rows)
@@ -355,6 +359,7 @@ def flatten_batch_ops(block: Any) -> tuple[list[Any], dict[Any, Any], list[Any]]
     """The ops of `@main`'s block with each tpu.batch replaced by the ops of its body, the
     aliases that connect them (body argument -> operand, batch result -> yielded value, both
     resolved to a value outside every batch op), and the batch ops."""
+    # lazy: loads 3 more modules (dialects)
     from mlconv.dialects import tpu
 
     ops: list[Any] = []
@@ -383,6 +388,7 @@ def export_batched(batch: Any, symbolic: Any = None) -> Any:
     itself, exported for `b` rows; else written for one row (0th dimension 1), it is mapped
     over the rows with jax.vmap."""
 
+    # lazy: loads 4 more modules (dialects, semantics)
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
 
@@ -430,7 +436,7 @@ def _export_symbolic_batch(batch: Any, symbolic: Any) -> Any:
     """The batch op's body, its inputs' 0th dimension the symbolic batch `b`, exported whole:
     it computes the rows of a batch together, as TensorFlow's BatchFunction does."""
 
-    from mlconv.backends.symbolic import BATCH, arg_specs, region_function, symbolic_scope
+    # lazy: loads 3 more modules (dialects)
     from mlconv.dialects import tpu
 
     body = batch.body.block
@@ -544,7 +550,6 @@ class BatchingModel:
         return executable
 
     def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
-        from mlconv.signature.inputs import InputSpec, bind_inputs
 
         if self._any_shape is None:  # batched inputs take any number of rows
             self._any_shape = [InputSpec(s.name, s.dtype, None) for s in self.loaded.input_specs]

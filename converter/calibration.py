@@ -32,6 +32,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, f32
 from xdsl.ir import Operation
 
+from mlconv.dense import numpy_dtype, to_dense_attr, to_numpy
 from mlconv.errors import OptionError
 
 
@@ -121,7 +122,7 @@ def _tfrecord_samples(file: Path) -> Iterable[dict[str, np.ndarray]]:
 
 def quantizable_ops(module: ModuleOp) -> list[Operation]:
     """The ops core-quantize quantizes (constant float weights), in walk order."""
-    from mlconv.dense import to_numpy
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.passes.core_quantize import QUANTIZABLE, weight_operand
 
@@ -137,6 +138,7 @@ def quantizable_ops(module: ModuleOp) -> list[Operation]:
 
 def _probe_module(module: ModuleOp) -> tuple[ModuleOp, int]:
     """A copy of `module` whose @main also returns the data input of each quantizable op."""
+    # lazy: loads JAX, which this module does not
     from mlconv.signature.module_io import find_main
 
     probe = module.clone()
@@ -167,6 +169,7 @@ def mse_range(values: np.ndarray, low: float, high: float) -> tuple[float, float
     """[low, high] with each end on its side of 0 shrunk (the low end first, then the high
     end) by the factor of MSE_FACTORS whose 256-level quantization (zero a level, values
     outside clipped) of `values` has the least mean squared error."""
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.passes.core_quantize import nudged_range
 
     x = np.asarray(values, np.float64)
@@ -194,6 +197,7 @@ def _run_float(
     """The float model's outputs on each call and, with `probe`, the per-channel minima,
     maxima and means the data input of each quantizable op took (channel: the axis its weights
     contract; with `sample`, also a seeded sample of its values)."""
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.backends.jax_backend import compile_module
     from mlconv.passes.core_quantize import data_channel_axis
     from mlconv.passes.core_to_tpu import CoreToTpuPass
@@ -257,7 +261,7 @@ def calibrate(
     core-smooth-activations reads), with `channel_means` its per-channel means
     (`mlconv.channel_means`, what core-quantize corrects the weights' bias with). Returns the
     float model's outputs."""
-    from mlconv.dense import to_dense_attr
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.passes.core_quantize import CHANNEL_MEANS_ATTR, RANGE_ATTR
     from mlconv.passes.core_smooth_activations import CHANNEL_RANGES_ATTR
 
@@ -384,7 +388,7 @@ def compare_outputs(
 
 
 def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], list[np.dtype]]:
-    from mlconv.dense import numpy_dtype
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.passes.core_to_tpu import input_name
     from mlconv.signature.module_io import find_main
 
@@ -397,6 +401,7 @@ def model_inputs(module: ModuleOp) -> tuple[list[str], list[tuple[int, ...]], li
 
 
 def output_names(module: ModuleOp) -> list[str]:
+    # lazy: loads JAX, which this module does not
     from mlconv.signature.module_io import find_main, value_names
 
     main = find_main(module, "quantize")
@@ -406,6 +411,7 @@ def output_names(module: ModuleOp) -> list[str]:
 def _copy_calibration(source: ModuleOp, target: ModuleOp) -> None:
     """The calibration attributes of `source`'s quantizable ops onto `target`'s (the same
     model at other shapes: the same ops in the same order)."""
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.passes.core_quantize import CHANNEL_MEANS_ATTR, RANGE_ATTR
     from mlconv.passes.core_smooth_activations import CHANNEL_RANGES_ATTR
 
@@ -438,6 +444,7 @@ def quantize_for_tpu(
     one row per call, every sample's rows alike, so that every probe gets the same ranges): the
     dataset runs through it and its quantizable ops' calibration is copied onto `module`'s;
     the report's float-against-quantized comparison is then left out."""
+    # lazy: loads JAX, protobuf and turns on jax_enable_x64, which this module does not
     from mlconv.converter.options import quantization_method
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
     from mlconv.passes.core_fuse import CoreFusePass
@@ -491,6 +498,7 @@ def quantize_for_tpu(
     report.smoothed = smoothed
     report.float_input_layers = float_layers
     if reference is not None:
+        # lazy: loads JAX and turns on jax_enable_x64, which this module does not
         from mlconv.backends.jax_backend import compile_module
 
         copy = module.clone()

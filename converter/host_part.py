@@ -37,6 +37,7 @@ import jax
 import numpy as np
 
 from mlconv.backends.export_check import deserialize_checked, export_function
+from mlconv.backends.symbolic import Symbols, symbolic_scope
 from mlconv.converter.artifact_manifest import ArtifactFiles
 from mlconv.dense import numpy_dtype, to_numpy
 from mlconv.errors import BackendError
@@ -50,6 +51,7 @@ def export_main(module: Any) -> Any:
     with its constants inside, lowered for every platform the artifact serves."""
     from xdsl.dialects import func
 
+    # lazy: loads 8 more modules (dialects, semantics, signature)
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
     from mlconv.signature.module_io import find_main
@@ -59,8 +61,6 @@ def export_main(module: Any) -> Any:
     constants = {op: to_numpy(op.value) for op in main.walk() if isinstance(op, tpu.ConstantOp)}
     shapes = [tuple(a.type.get_shape()) for a in block.args]
     if any(d < 0 for shape in shapes for d in shape):  # a stage that passes values through
-        from mlconv.backends.symbolic import Symbols, symbolic_scope
-
         symbols = Symbols.of(shapes, [])
         dims = symbolic_scope(symbols)
         shapes = [

@@ -22,6 +22,7 @@ def signature_specs(model: Path, signature: str) -> tuple[list[dict], list[str]]
     # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     import tensorflow as tf
 
+    # lazy: loads xDSL, which this module does not
     from mlconv.frontends.tf_importer import read_saved_model
 
     definition = read_saved_model(model).meta_graphs[0].signature_def[signature]
@@ -53,6 +54,7 @@ def convert_host_part(
     the reason and its host part as a frozen GraphDef around the TPU calls (else the whole
     signature from OUTDIR/saved_model); returns the manifest's `signatures` and the stages
     (converter/host_part.py)."""
+    # lazy: loads JAX, xDSL and turns on jax_enable_x64, which this module does not
     from mlconv.converter.host_part_graph import host_graph, host_only_ops
     from mlconv.converter.host_part_split import signatures, split_signature
     from mlconv.dialects import make_context

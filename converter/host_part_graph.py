@@ -26,6 +26,7 @@ def host_only_ops(
 ) -> list[str]:
     """The op types of the signature's host part that only TensorFlow runs (strings, sparse,
     ...: tf_placement's list), outside the placed functions, as `tf.<Op>`."""
+    # lazy: loads 3 more modules (converter, frontends)
     from mlconv.converter.placement import FREE_OPS, host_only, signature_library
 
     _, library, start = signature_library(saved_model, signature)
@@ -69,6 +70,7 @@ def host_graph(
     # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
     from tensorflow.core.framework import graph_pb2
 
+    # lazy: loads 3 more modules (converter, frontends)
     from mlconv.converter.placement import signature_library
     from mlconv.frontends.tf_importer import io_names, pick, quiet_tensorflow
 

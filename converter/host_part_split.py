@@ -66,6 +66,7 @@ class SignaturePlan:
 
 
 def signatures(saved_model: str | os.PathLike) -> list[str]:
+    # lazy: loads 2 more modules (frontends)
     from mlconv.frontends.tf_importer import read_saved_model
 
     meta = read_saved_model(saved_model).meta_graphs[0]
@@ -109,6 +110,7 @@ def split_signature(
 ) -> SignaturePlan:
     """The signature as host stages and TPU calls (`placed`: artifact function name -> concrete
     function name; `arity`: artifact function name -> its numbers of inputs and outputs)."""
+    # lazy: loads 3 more modules (converter, frontends)
     from mlconv.converter.placement import bound_inputs, signature_library
     from mlconv.frontends.tf_importer import import_tf, reachable
 
@@ -165,6 +167,7 @@ def split_signature(
 
 
 def _whole(signature: str, main: func.FuncOp, name: str) -> SignaturePlan:
+    # lazy: loads JAX, numpy, which this module does not
     from mlconv.signature.module_io import value_names
 
     block = main.body.block
@@ -179,6 +182,7 @@ def _whole(signature: str, main: func.FuncOp, name: str) -> SignaturePlan:
 def _plan(
     signature: str, main: func.FuncOp, body_ops: set[Operation], calls: list
 ) -> SignaturePlan:
+    # lazy: loads JAX, numpy, which this module does not
     from mlconv.signature.module_io import value_names
 
     block = main.body.block

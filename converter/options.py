@@ -33,6 +33,7 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
+from mlconv.converter import converter_options_pb2
 from mlconv.converter.batcher import (
     MAX_BATCH_SIZE,
     MAX_BATCH_THREADS,
@@ -48,7 +49,6 @@ GENERATED = Path(__file__).with_name("converter_options_pb2.py")
 
 def schema():
     """The generated module (ConverterOptions, TpuFunction, BatchOptions, ...)."""
-    from mlconv.converter import converter_options_pb2
 
     return converter_options_pb2
 

@@ -71,6 +71,7 @@ def _as_tf(exported: Any, name: str):
 def _as_batched_tf(batch: Mapping[str, Any], exported: Any):
     """A concrete tf.function holding one BatchFunction op (converter/batcher.py) with the batch
     op's options around the XlaCallModule of `exported` (the body for any number of rows)."""
+    # lazy: loads numpy, xDSL, which this module does not
     from mlconv.converter.batcher import tf_batch_function
 
     tf = _tensorflow()
@@ -199,6 +200,7 @@ def write_from_saved_model(
     one that a batch op batches alone (`batched`: batch name -> its body for any number of
     rows) by a BatchFunction around it."""
     source = Path(source)
+    # lazy: loads xDSL, which this module does not
     from mlconv.converter.placement import bound_inputs
     from mlconv.frontends.tf_importer import read_saved_model
 
@@ -249,6 +251,7 @@ def write_new_saved_model(
     """A SavedModel whose `serving_default` runs the artifact's functions as `manifest` wires
     them (model inputs by name in, model outputs by name out); a batch op is TensorFlow's
     BatchFunction with the same options (converter/batcher.py), its inputs' 0th dimension None."""
+    # lazy: loads numpy, xDSL, which this module does not
     from mlconv.converter.batcher import tf_batch_function
 
     tf = _tensorflow()

@@ -164,6 +164,7 @@ def weight_dims(region: Any, size: int) -> dict[Any, int | None]:
     """The region's weights (tpu.constant ops used as an operand of conv_general_dilated or
     dot_general) and the dimension each is split along over `size` devices: the output
     feature dimension of its first such use when `size` divides it, else None (replicated)."""
+    # lazy: loads 3 more modules (dialects)
     from mlconv.dialects import tpu
 
     chosen: dict[Any, int | None] = {}
@@ -214,6 +215,7 @@ def export_sharded(region: Any, spec: MeshSpec, platforms: Sequence[str]) -> Sha
     """`region` (a tpu.region with static shapes) as a `jax.export.Exported` for `spec`'s mesh:
     inputs split on dimension 0, weights as further arguments split by `weight_dims`."""
 
+    # lazy: loads 4 more modules (dialects, semantics)
     from mlconv.dialects import tpu
     from mlconv.semantics.tpu_blocks import interpret_block
 

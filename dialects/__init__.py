@@ -31,6 +31,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 def make_context(*, allow_unregistered: bool = False) -> Context:
     """A context with builtin, func and every mlconv dialect registered (loaded on first use),
     the dialects of installed plugins included (`mlconv.plugins`)."""
+    # the plugin registry imports this package back (the one documented cycle)
     from mlconv import plugins
     from mlconv.dialects import xdsl_fixes
 

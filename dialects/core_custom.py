@@ -36,6 +36,7 @@ def _encode(values: Any) -> DictionaryAttr:
 
 
 def _decode(attr: DictionaryAttr) -> tuple[tuple[str, Any], ...]:
+    # lazy: loads JAX, which this module does not
     from mlconv.dialects.tpu import decode_param
 
     def hashable(value: Any) -> Any:
@@ -84,12 +85,14 @@ class CustomOp(CoreOp):
 
     @staticmethod
     def semantics(*inputs, domain="", op_type, attrs=(), declared=()):
+        # lazy: loads JAX, which this module does not
         from mlconv.custom_ops import custom_call
 
         return tuple(custom_call(inputs, domain, op_type, attrs, declared))
 
     def missing_implementation(self) -> str | None:
         """Why this op cannot run on the host (no implementation registered), or None."""
+        # lazy: loads JAX, which this module does not
         from mlconv import custom_ops
 
         domain = self.attributes["domain"].data if "domain" in self.attributes else ""

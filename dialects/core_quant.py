@@ -203,6 +203,7 @@ class FakeQuantizeOp(CoreOp):
 
     @staticmethod
     def semantics(data, input_low, input_high, output_low, output_high, *, levels, auto_broadcast):
+        # lazy: loads 1 more module (fake_quant)
         from mlconv.fake_quant import fake_quantize
 
         return fake_quantize(data, input_low, input_high, output_low, output_high, levels=levels)

@@ -550,10 +550,12 @@ def _primitives() -> dict[str, Any]:
 def primitive(name: str) -> Any:
     """The jax primitive object named `name`."""
     if name == CustomCallOp.PRIMITIVE:
+        # lazy: loads 1 more module (custom_ops)
         from mlconv.custom_ops import custom_call_p
 
         return custom_call_p
     if name == FakeQuantizeOp.PRIMITIVE:
+        # lazy: loads 1 more module (fake_quant)
         from mlconv.fake_quant import fake_quantize_p
 
         return fake_quantize_p

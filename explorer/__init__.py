@@ -32,6 +32,7 @@ def model_argument(path: str | os.PathLike) -> str:
 
 def load_at_level(path: str | os.PathLike, level: str = "core", input_shapes: str = "") -> ModuleOp:
     """The model at `path` imported and lowered to `level` (one of LEVELS)."""
+    # lazy: loads JAX, numpy and turns on jax_enable_x64, which this module does not
     from mlconv.frontends.load import load_model
     from mlconv.passes.pipelines import lower_to_core, lower_to_tpu
 
@@ -47,6 +48,7 @@ def load_at_level(path: str | os.PathLike, level: str = "core", input_shapes: st
 
 def model_graphs(path: str | os.PathLike, level: str = "core", input_shapes: str = ""):
     """The model at `path`, lowered to `level`, as a list of Model Explorer graphs."""
+    # lazy: loads JAX, Model Explorer, numpy, which this module does not
     from mlconv.explorer.graph import module_graphs
 
     return module_graphs(load_at_level(path, level, input_shapes))

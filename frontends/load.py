@@ -21,6 +21,7 @@ def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
         import onnx
 
         if isinstance(model, onnx.ModelProto):
+            # lazy: loads numpy, onnx, protobuf, which this module does not
             from mlconv.frontends.onnx_importer import import_onnx
 
             return import_onnx(model)
@@ -29,16 +30,19 @@ def load_model(model: Any, **frontend_options: Any) -> ModuleOp:
         )
     path = Path(model)
     if path.is_dir():
+        # lazy: loads 3 more modules (frontends, signature)
         from mlconv.frontends.tf_importer import import_tf
 
         return import_tf(str(path), **frontend_options)
     suffix = path.suffix.lower()
     if suffix == ".tflite":
+        # lazy: loads numpy, which this module does not
         from mlconv.frontends.tflite_importer import import_tflite
 
         return import_tflite(str(path))
     if suffix == ".mlir":
         return parse_mlir_file(path)
+    # lazy: loads numpy, onnx, protobuf, which this module does not
     from mlconv.frontends.onnx_importer import import_onnx
 
     return import_onnx(str(path))
@@ -48,6 +52,7 @@ def parse_mlir_file(path: Path) -> ModuleOp:
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
+    # lazy: loads numpy, which this module does not
     from mlconv.dialects import make_context
 
     try:

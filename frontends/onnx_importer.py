@@ -481,6 +481,7 @@ class _Importer:
     # -- the model --------------------------------------------------------------------------
 
     def import_model(self) -> ModuleOp:
+        # the plugin registry imports this package back (the one documented cycle)
         from mlconv import plugins
 
         plugins.load()  # plugin importers of custom-domain ops
@@ -592,6 +593,7 @@ class _Importer:
     ) -> None:
         """A node of a domain the dialect has no schema for: `onnx.Custom`, or what the plugin
         importer registered for (domain, op type) returns for it."""
+        # the plugin registry imports this package back (the one documented cycle)
         from mlconv import plugins
 
         try:

@@ -251,6 +251,7 @@ class _Translator:
         # TensorFlow: optional (mlconv[tf]) and seconds to load; only this path needs it
         from tensorflow.core.framework import types_pb2
 
+        # lazy: loads numpy, which this module does not
         from mlconv.dialects import tf as tfd
 
         self.tf = tf
@@ -284,6 +285,7 @@ class _Translator:
         return TensorType(element, [DYNAMIC_INDEX if d is None else d for d in shape.as_list()])
 
     def dense(self, tensor_proto, node: str, op_type: str) -> Attribute:
+        # lazy: loads numpy, which this module does not
         from mlconv.dense import to_dense_attr
 
         dtype = self.tf.dtypes.as_dtype(tensor_proto.dtype)

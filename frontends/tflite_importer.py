@@ -320,6 +320,7 @@ def _custom_code(code) -> str:
 
 def _option_attr(value: Any, path: str) -> Attribute:
     """A decoded flexbuffer value as an attribute (the encoding core.Custom's `attrs` reads)."""
+    # lazy: loads JAX, which this module does not
     from mlconv.dialects.tpu import encode_param
 
     if isinstance(value, bytes | bytearray):  # a blob: bytes, never a list

@@ -82,6 +82,7 @@ PIPELINES: dict[str, Callable[[], type[ModulePass]]] = {
 
 def get_pass(name: str) -> type[ModulePass] | None:
     """The pass or pipeline `name`, built-in or added by a plugin (`mlconv.plugins`)."""
+    # the plugin registry imports this package back (the one documented cycle)
     from mlconv import plugins
 
     plugins.load()

@@ -97,6 +97,7 @@ def parse_input_shapes(text: str) -> dict[str, list[int]]:
 
 
 def set_input_shapes(function: func.FuncOp, shapes: dict[str, list[int]]) -> None:
+    # lazy: loads 4 more modules (dialects, passes)
     from mlconv.passes.core_to_tpu import input_name
 
     block = function.body.block

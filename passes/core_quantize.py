@@ -252,6 +252,7 @@ def quantize_op(op: Operation, mode: str) -> None:
     after: list[Operation] = []
     means = channel_means(op)
     if means is not None:
+        # lazy: loads 1 more module (fake_quant)
         from mlconv.fake_quant import fake_quantize_reference
 
         quantized = np.asarray(

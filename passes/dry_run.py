@@ -26,6 +26,7 @@ from xdsl.ir import Operation
 
 from mlconv.errors import MlconvError, PassFailure, describe_location, render
 from mlconv.passes import get_pass
+from mlconv.passes.core_fuse import CoreFusePass
 
 
 def _failure(op: Operation, error: BaseException) -> MlconvError:
@@ -41,6 +42,7 @@ def _failure(op: Operation, error: BaseException) -> MlconvError:
 
 
 def _lower_onnx(module: ModuleOp) -> list[MlconvError]:
+    # lazy: loads numpy, onnx, which this module does not
     from mlconv.passes import onnx_to_core
 
     failures: list[MlconvError] = []
@@ -49,6 +51,7 @@ def _lower_onnx(module: ModuleOp) -> list[MlconvError]:
 
 
 def _lower_tf(module: ModuleOp) -> list[MlconvError]:
+    # lazy: loads numpy, which this module does not
     from mlconv.passes import tf_to_core
 
     failures: list[MlconvError] = []
@@ -57,6 +60,7 @@ def _lower_tf(module: ModuleOp) -> list[MlconvError]:
 
 
 def _lower_tflite(module: ModuleOp) -> list[MlconvError]:
+    # lazy: loads numpy, which this module does not
     from mlconv.passes import tflite_to_core
 
     failures: list[MlconvError] = []
@@ -68,6 +72,7 @@ LOWER = {"onnx": _lower_onnx, "tf": _lower_tf, "tflite": _lower_tflite}
 
 
 def _update_signatures(module: ModuleOp) -> None:
+    # lazy: loads numpy, which this module does not
     from mlconv.passes.core_infer_shapes import update_signature
 
     for function in module.walk():
@@ -77,6 +82,7 @@ def _update_signatures(module: ModuleOp) -> None:
 
 def bind_dynamic_dims(main: func.FuncOp) -> str:
     """input-shapes binding each dynamic dim of @main's inputs to 1 ("" when all are static)."""
+    # lazy: loads numpy, which this module does not
     from mlconv.passes.core_to_tpu import input_name
 
     specs = []
@@ -88,10 +94,10 @@ def bind_dynamic_dims(main: func.FuncOp) -> str:
 
 
 def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
+    # lazy: loads numpy, which this module does not
     from mlconv.dialects.core_base import CoreOp
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
-    from mlconv.passes.core_fuse import CoreFusePass
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.core_to_tpu import check_static_inputs
     from mlconv.passes.jaxpr_to_tpu import aval_type
@@ -143,6 +149,7 @@ def _check_tpu(module: ModuleOp, ctx: Context) -> list[MlconvError]:
 
 def dry_run(module: ModuleOp) -> list[MlconvError]:
     """Every error lowering `module` (any framework dialect, or core) to tpu ops would meet."""
+    # lazy: loads numpy, which this module does not
     from mlconv.dialects import make_context
     from mlconv.passes.pipelines import FRONTENDS, framework_dialects
 

@@ -219,6 +219,7 @@ def decompose_op(op: onnx_dialect.OnnxOp, opset: int) -> list[onnx_dialect.OnnxO
     if expanded is None:
         return None
     model, operands, result_indices = expanded
+    # lazy: loads protobuf, which this module does not
     from mlconv.frontends.onnx_importer import import_onnx
 
     try:

@@ -16,7 +16,11 @@ from mlconv.passes import get_pass
 from mlconv.passes.core_fold_constants import CoreFoldConstantsPass
 from mlconv.passes.core_fuse import CoreFusePass
 from mlconv.passes.core_infer_shapes import CoreInferShapesPass
+from mlconv.passes.core_op_versions import CoreOpVersionsPass
 from mlconv.passes.core_to_tpu import CoreToTpuPass
+from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
+from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
+from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
 
 
 def target_device(device: str | None) -> str:
@@ -30,16 +34,14 @@ def target_device(device: str | None) -> str:
 
 def target_passes(device: str) -> list[ModulePass]:
     """The tpu-level passes that shape the program for XLA on `device` (cpu, gpu, tpu)."""
-    from mlconv.passes.tpu_conv_strategy import TpuConvStrategyPass
+    # lazy: loads 9 more modules (passes, semantics)
     from mlconv.passes.tpu_fold_channel_shuffle import TpuFoldChannelShufflePass
-    from mlconv.passes.tpu_fold_constants import TpuFoldConstantsPass
     from mlconv.passes.tpu_hoist_slices import TpuHoistSlicesPass
     from mlconv.passes.tpu_materialize_activations import TpuMaterializeActivationsPass
     from mlconv.passes.tpu_merge_epilogues import TpuMergeEpiloguesPass
     from mlconv.passes.tpu_outline_host_head import TpuOutlineHostHeadPass
     from mlconv.passes.tpu_outline_host_tail import TpuOutlineHostTailPass
     from mlconv.passes.tpu_pad_concats import TpuPadConcatsPass
-    from mlconv.passes.tpu_sink_transposes import TpuSinkTransposesPass
     from mlconv.passes.tpu_window_strategy import TpuWindowStrategyPass
 
     return [
@@ -172,6 +174,7 @@ class CoreToTflitePipeline(ModulePass):
     name = "core-to-tflite-pipeline"
 
     def passes(self) -> list[ModulePass]:
+        # lazy: loads 11 more modules (dialects, passes)
         from mlconv.passes.core_to_tflite import CoreToTflitePass
         from mlconv.passes.tflite_op_versions import TfliteOpVersionsPass
 
@@ -195,7 +198,6 @@ class CoreToOpenvinoPipeline(ModulePass):
     target_opset: int = 0
 
     def passes(self) -> list[ModulePass]:
-        from mlconv.passes.core_op_versions import CoreOpVersionsPass
 
         # As ovc runs its own: types everywhere, constant subgraphs folded (a bias's Unsqueeze),
         # OpenVINO's fused ops (Swish, Gelu, MVN, ...), each op at the lowest opset it needs.

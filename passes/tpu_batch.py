@@ -164,6 +164,7 @@ def _placed_within(model: Path, alias: str, placement: dict[str, str]) -> int | 
     or a function calling it, e.g. the serving signature placed by default), or None."""
     if not model.is_dir():
         return None
+    # lazy: loads 4 more modules (frontends, signature)
     from mlconv.frontends.tf_importer import reachable, read_saved_model
 
     meta = read_saved_model(model).meta_graphs[0]
@@ -212,6 +213,7 @@ def batch_pass_for(
     elif kind == "signature_name":
         known = ["serving_default"]
         if model.is_dir():
+            # lazy: loads 4 more modules (frontends, signature)
             from mlconv.frontends.tf_importer import read_saved_model
 
             meta = read_saved_model(model).meta_graphs[0]

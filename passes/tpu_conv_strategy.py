@@ -319,6 +319,7 @@ def _traced(form: Form, c: Conv, x_struct: Any, w_struct: Any, traces: dict) -> 
     distinct (form, convolution, shapes) in `traces`: a model repeats a few signatures (light
     ResNet50: 53 convolutions, 24 signatures)."""
 
+    # lazy: loads 5 more modules (dialects, semantics)
     from mlconv.semantics.tracing import trace_function
 
     key = (form, c, x_struct.shape, x_struct.dtype, w_struct.shape, w_struct.dtype)
@@ -370,6 +371,7 @@ def rewrite(op: tpu.PrimitiveOp, form: Form, c: Conv, traces: dict | None = None
     """Replace `op` by transpose ; form ; transpose, traced to tpu ops before it. Constant
     filters are transposed to HWIO and prepared for the form (per tap, per group) in numpy."""
 
+    # lazy: loads 5 more modules (dialects, semantics)
     from mlconv.semantics.tracing import trace_function
 
     traces = {} if traces is None else traces

@@ -93,6 +93,7 @@ def _shared_with_a_library_call(op: Operation) -> bool:
 def _select_form(kind: str, bound: float, x_type: Any, traces: dict) -> Any:
     """The jaxpr of select(x <= c, c, x) (max) or select(x >= c, c, x) (min) at x's type."""
 
+    # lazy: loads 5 more modules (dialects, semantics)
     from mlconv.semantics.tracing import trace_function
 
     dtype = _dtype(x_type)

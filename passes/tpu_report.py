@@ -42,6 +42,7 @@ COST_KEYS = {
 def region_cost(region: tpu.RegionOp) -> dict[str, int]:
     """XLA's cost analysis of `region` compiled alone (HLO level, before backend passes)."""
 
+    # lazy: loads 1 more module (semantics)
     from mlconv.semantics.tpu_blocks import interpret_block
 
     block = region.body.block

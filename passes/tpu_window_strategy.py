@@ -80,6 +80,7 @@ def rewritable(op: tpu.PrimitiveOp) -> bool:
 def rewrite(op: tpu.PrimitiveOp, traces: dict) -> None:
     """Replace `op` by its slices, traced once per (kind, parameters, operand type)."""
 
+    # lazy: loads 5 more modules (dialects, semantics)
     from mlconv.semantics.tracing import trace_function
 
     kind = op.PRIMITIVE.removeprefix("reduce_window_")

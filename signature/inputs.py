@@ -42,6 +42,7 @@ class InputSpec:
         # without loading xDSL and the dialects.
         from xdsl.dialects.builtin import DictionaryAttr, StringAttr, TensorType
 
+        # lazy: loads xDSL, which this module does not
         from mlconv.dense import numpy_dtype
 
         specs = []

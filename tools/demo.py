@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="folder for the built model (default: a temporary one)")
     args = parser.parse_args(argv)
 
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.backends.jax_backend import compile_module
     from mlconv.frontends.load import load_model
     from mlconv.interpreters.check_numerics import check_numerics

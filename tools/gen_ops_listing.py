@@ -56,6 +56,7 @@ def _relative(module_name: str) -> Path:
 
 
 def core_rows() -> list[tuple[str, ...]]:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.dialects import core
     from mlconv.dialects.core_base import CoreOp
 
@@ -72,6 +73,7 @@ def core_rows() -> list[tuple[str, ...]]:
 
 
 def tpu_rows() -> list[tuple[str, ...]]:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.dialects import tpu
 
     path = _relative(tpu.__name__)

@@ -232,6 +232,7 @@ def _inputs_for(model, rng, batch=2):
 
 def _census_one(keras, name, model, arrays, tf_ops_seen):
     """(status, tf op types, missing op types)."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.frontends.tf_importer import import_tf
     from mlconv.passes.tf_to_core import unsupported
 
@@ -329,6 +330,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def render(rows, tf_ops_seen) -> str:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.passes.lowering.registry import lookup
 
     def counts(kind):

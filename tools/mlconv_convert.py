@@ -91,6 +91,7 @@ class Phases:
         self.times: dict[str, float] = {}
 
     def run(self, name: str, step: Callable[[], Any]) -> Any:
+        # lazy: the command starts (and --help answers) before JAX and the passes load
         from mlconv.passes.progress import PassProgress
 
         start = time.perf_counter()
@@ -115,6 +116,7 @@ def place(settings: Any, model: Path) -> tuple[list[dict[str, str]], list[str], 
                 "placed on the TPU whole (leave tpu_functions out)"
             )
         return [{}], [], {}
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.converter.placement import place_tpu_functions
 
     placed = place_tpu_functions(model, functions)
@@ -143,6 +145,7 @@ def merge_functions(modules: list[Any], names: list[str]) -> Any:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Block
 
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.signature.main_function import main_function
     from mlconv.signature.module_io import find_main, value_names
 
@@ -175,6 +178,7 @@ def host_part_cost(model: Path, placement: dict[str, str]) -> int:
     (frontends/tf_placement.host_cost); an ONNX or TFLite model is placed whole."""
     if not placement:
         return 0
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.converter.placement import Placed, host_cost
 
     return host_cost(model, [Placed(name, name, "", 0) for name in placement.values()])
@@ -182,6 +186,7 @@ def host_part_cost(model: Path, placement: dict[str, str]) -> int:
 
 def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
     """Each TPU function's cost (tpu-report's annotation), named as the artifact names it."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.converter.artifact import function_name
     from mlconv.dialects import tpu
     from mlconv.passes.tpu_report import cost_of
@@ -191,6 +196,7 @@ def function_costs(module: Any, names: list[str]) -> dict[str, dict[str, int]]:
 
 
 def _input_names(module: Any) -> list[str]:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.passes.core_to_tpu import input_name
     from mlconv.signature.module_io import find_main
 
@@ -216,6 +222,7 @@ def convert(
     quiet: bool = True,
 ) -> dict[str, Any]:
     """Convert `model` into the artifact folder `output`; returns its manifest."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.backends.specialize import needs_specialization
     from mlconv.converter.artifact import function_name, save_artifact
     from mlconv.converter.options import ConversionSettings, load_converter_options
@@ -237,6 +244,7 @@ def convert(
     path = Path(model)
     frontends, names, placement = place(settings, path)
     pending = unsupported_options(settings, options)
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.converter.sharding import MeshSpec
 
     mesh = MeshSpec.from_options(settings.sharding) if settings.sharding is not None else None
@@ -283,6 +291,7 @@ def convert(
                 "--input-shapes with every dimension static"
             )
         if settings.quantization is not None:
+            # lazy: the command starts (and --help answers) before JAX and the passes load
             from mlconv.converter.calibration import quantize_for_tpu
             from mlconv.passes.pipelines import target_passes
 
@@ -340,6 +349,7 @@ def convert(
             ]
             module = merge_functions(modules, names)
         if settings.batch_options:
+            # lazy: the command starts (and --help answers) before JAX and the passes load
             from mlconv.passes.tpu_batch import batch_pass_for
 
             batch = batch_pass_for(settings.batch_options, path, names, placement)
@@ -359,6 +369,7 @@ def convert(
         for i in range(len(frontends))
     ]
     if any(d < 0 for shapes_ in arg_shapes for shape in shapes_ for d in shape):
+        # lazy: the command starts (and --help answers) before JAX and the passes load
         from mlconv.backends.symbolic import Symbols, generalize
 
         flat = [shape for shapes_ in arg_shapes for shape in shapes_]
@@ -411,6 +422,7 @@ def convert(
                 skip_safety_checks=settings.bfloat16_skip_safety_checks,
                 scope="all",
             )
+        # lazy: the command starts (and --help answers) before JAX and the passes load
         from mlconv.converter.host_part_build import convert_host_part
 
         host = convert_host_part(

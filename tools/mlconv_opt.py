@@ -322,6 +322,7 @@ def parse_chunk(
     chunk: Chunk, options: Options
 ) -> tuple[Context, LocatingParser, ModuleOp | None, list[Diagnostic]]:
     """Parse one chunk into a verified module (None and the errors when it cannot)."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.dialects import make_context
 
     ctx = make_context(allow_unregistered=options.allow_unregistered)
@@ -381,6 +382,7 @@ def process_chunk(chunk: Chunk, options: Options) -> tuple[str | None, list[Diag
     if options.check_numerics is not None:
         return _check_numerics(module, ctx, parser, options)
 
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.passes.progress import PassProgress
 
     progress = PassProgress(len(options.passes), PROG, options.quiet).__enter__()
@@ -423,6 +425,7 @@ def _check_numerics(
 ) -> tuple[str | None, list[Diagnostic]]:
     """Run the passes, interpreting the IR after each (`--check-numerics`); the report goes to
     stderr and a divergence is an error at the first differing op."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.interpreters.check_numerics import NumericsDivergence, check_numerics
     from mlconv.passes.progress import PassProgress
 
@@ -488,6 +491,7 @@ def make_parser() -> ToolArgumentParser:
 
 
 def list_passes() -> str:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv import plugins
     from mlconv.passes import PASSES, PIPELINES
 
@@ -513,6 +517,7 @@ def read_input(path: str) -> str:
 
 
 def _run(argv: list[str] | None) -> int:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.passes.pipeline_spec import parse_pass_pipeline
 
     args = make_parser().parse_args(argv)
@@ -520,6 +525,7 @@ def _run(argv: list[str] | None) -> int:
         sys.stdout.write(list_passes())
         return 0
     if args.list_plugins:
+        # lazy: the command starts (and --help answers) before JAX and the passes load
         from mlconv import plugins
 
         sys.stdout.write(plugins.describe())
@@ -541,10 +547,12 @@ def _run(argv: list[str] | None) -> int:
     check = None
     inputs = None
     if args.check_numerics is not None:
+        # lazy: the command starts (and --help answers) before JAX and the passes load
         from mlconv.interpreters.check_numerics import parse_tolerances
 
         check = parse_tolerances(args.check_numerics)
         if args.inputs:
+            # lazy: the command starts (and --help answers) before JAX and the passes load
             from mlconv.tools.mlconv_run import read_inputs
 
             inputs = read_inputs(args.inputs)

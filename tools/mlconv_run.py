@@ -291,6 +291,7 @@ def format_outputs(results: list[np.ndarray], names: list[str] | None) -> str:
 
 
 def _compare(args: Any, arrays: dict[str, np.ndarray] | None) -> int:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.verify.compare_source import DEFAULT_ATOL, DEFAULT_RTOL, compare_with_source
 
     try:
@@ -378,6 +379,7 @@ def _run(argv: list[str] | None) -> int:
         if args.allow_custom:
             options["allow_custom"] = True
         if args.pad:
+            # lazy: the command starts (and --help answers) before JAX and the passes load
             from mlconv.backends.padding import parse_pad_options
 
             options["pad_dims"] = parse_pad_options(args.pad)
@@ -535,6 +537,7 @@ class _Interpreted:
         self.module = module
 
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        # lazy: the command starts (and --help answers) before JAX and the passes load
         from mlconv.interpreters import run_module
 
         return run_module(self.module, inputs)
@@ -551,6 +554,7 @@ def _module_names(module: Any, compiled: Any) -> tuple[list[str] | None, list[st
 
 def _serve(args: Any) -> int:
     """`--serve`: the artifact's model behind converter/serving.py's HTTP endpoint."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.converter.artifact import is_artifact, load_artifact
     from mlconv.converter.serving import ServerLimits, serve
 
@@ -586,6 +590,7 @@ def _serve(args: Any) -> int:
 
 def _serve_replicas(args: Any) -> int:
     """`--serve --replicas N`: converter/ray_serve.py's deployment, N replicas."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.converter.ray_serve import serve_replicas
 
     if args.replicas <= 0:

@@ -192,12 +192,14 @@ def _import(args: Any, translation: Translation, path: str) -> int:
     kwargs = {name: getattr(args, name) for name in translation.extra}
     if not os.path.exists(args.input):
         raise ToolFailure([f"{path}: error: no such file or directory"])
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.passes.progress import PassProgress
 
     with PassProgress(2, PROG, args.quiet) as progress:
         with progress.step(f"import {os.path.basename(path)}"):
             module = _call_frontend(function, args.input, kwargs)
         if args.check:
+            # lazy: the command starts (and --help answers) before JAX and the passes load
             from mlconv.passes.dry_run import describe, dry_run
 
             with progress.step("dry run to core and tpu"):
@@ -211,11 +213,13 @@ def _import(args: Any, translation: Translation, path: str) -> int:
 
 
 def _export(args: Any, translation: Translation, path: str) -> int:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.tools.mlconv_opt import Chunk, Options, parse_and_verify, read_input
 
     function = translation.load()
     if not args.output or args.output == "-":
         raise OptionError(f"{translation.flag} needs -o OUTPUT")
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.passes.progress import PassProgress
 
     options = Options(path=path, passes=[], allow_unregistered=args.allow_unregistered_dialect)
@@ -243,6 +247,7 @@ def _export(args: Any, translation: Translation, path: str) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv import plugins
 
     args = make_parser().parse_args(argv)

@@ -24,6 +24,7 @@ PROG = "mlconv-view"
 
 
 def make_parser() -> ToolArgumentParser:
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.explorer import LEVELS
 
     parser = ToolArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
@@ -71,6 +72,7 @@ def _load_inputs(path: str | None):
 
 def overlay_for(args, graphs):
     """Node data of the per-layer comparison with the source framework."""
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.explorer.overlay import error_node_data
     from mlconv.verify.compare_source import compare_with_source
 
@@ -83,6 +85,7 @@ def body(argv: list[str] | None) -> int:
     _require_model_explorer()
     from model_explorer.utils import convert_adapter_response
 
+    # lazy: the command starts (and --help answers) before JAX and the passes load
     from mlconv.explorer import load_at_level, model_argument
     from mlconv.explorer.graph import module_graphs
     from mlconv.explorer.main import ADAPTER_IDS, INPUT_SHAPES_VARIABLE, remember

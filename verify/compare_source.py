@@ -185,6 +185,7 @@ def _run_onnx(path: str, names, arrays, per_layer: bool):
     graph_outputs = [o.name for o in model.graph.output]
     located: list[tuple[str, str, str, int]] = []  # tensor, node location, op type, index
     if per_layer:
+        # lazy: loads protobuf, which this module does not
         from mlconv.frontends.onnx_importer import topological_order
 
         existing = set(graph_outputs)
@@ -229,6 +230,7 @@ def _run_tf(path: str, names, arrays, per_layer: bool, frontend_options: dict):
         convert_variables_to_constants_v2,
     )
 
+    # lazy: loads 2 more modules (frontends, signature)
     from mlconv.frontends import tf_importer
 
     tf = tf_importer.quiet_tensorflow()  # noqa: SLF001 - the importer's own TF setup

@@ -25,6 +25,7 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import make_context
 from mlconv.dialects.core_base import CoreOp
 from mlconv.errors import MlconvError
+from mlconv.verify.onnx_cases import as_array, collect_cases
 
 
 def op_kinds(module: ModuleOp) -> set[str]:
@@ -86,6 +87,7 @@ class OpComparison:
 
 def compare_module(module: ModuleOp, inputs: list[np.ndarray]) -> float:
     """max |openvino - jax| / max |jax| over every output (NaN/inf where both agree ignored)."""
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.backends.openvino_backend import compile_module
 
     ov_out = compile_module(module.clone(), "cpu")(*inputs)
@@ -133,6 +135,7 @@ TOLERANCE = 1e-4  # max |openvino - jax| / max |jax|
 
 def case_module(case):
     """The core module of an ONNX node case (import + lowering to core), or None."""
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.frontends.load import load_model
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
     from mlconv.passes.pipelines import lower_to_core
@@ -149,6 +152,7 @@ def bind_static_inputs(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.nd
     from xdsl.dialects.builtin import ArrayAttr
     from xdsl.rewriter import InsertPoint, Rewriter
 
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.dialects.core_tensor import ConstantOp
     from mlconv.passes.core_infer_shapes import CoreInferShapesPass
 
@@ -184,8 +188,6 @@ def check_case(case) -> tuple[str, str]:
     OpenVINO against the JAX path on the case's first data set."""
     import warnings
 
-    from mlconv.verify.onnx_cases import as_array
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = case_module(case)
@@ -195,6 +197,7 @@ def check_case(case) -> tuple[str, str]:
         except MlconvError as error:
             return "unsupported", str(error).strip().splitlines()[0][:200]
         except (AssertionError, RuntimeError) as error:
+            # lazy: loads JAX and turns on jax_enable_x64, which this module does not
             from mlconv.backends.openvino_backend import ov_message
 
             return "differs", ov_message(error)[:200]
@@ -205,6 +208,7 @@ def check_case(case) -> tuple[str, str]:
 
 def _representable(module: ModuleOp) -> bool:
     """Every value's element type is one OpenVINO IR holds (no float8/int4 cases)."""
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.backends.openvino_layers import ELEMENT_TYPES
 
     for op in module.walk():
@@ -222,8 +226,6 @@ def sample_cases(failing: set[str]) -> dict[str, str]:
     """For every core op kind the ONNX node cases produce, the case with the fewest core ops
     that produces it (cases in `failing`, the conformance table's, are skipped)."""
     import warnings
-
-    from mlconv.verify.onnx_cases import collect_cases
 
     best: dict[str, tuple[int, str]] = {}
     for case in collect_cases():
@@ -252,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
+    # lazy: loads JAX and turns on jax_enable_x64, which this module does not
     from mlconv.backends.openvino_layers import UNSUPPORTED
-    from mlconv.verify.onnx_cases import collect_cases
 
     parser = argparse.ArgumentParser(prog="python -m mlconv.verify.openvino_oracle")
     parser.add_argument("--write", required=True, help="the table to (re)write")

@@ -78,6 +78,7 @@ def operand_pairs(op: Operation) -> tuple[tuple[SSAValue, SSAValue], ...]:
 def product_factors(op: Operation, limit: int = 4) -> list[SSAValue]:
     """The factors of the tree of core.Multiply ops rooted at `op`, looking through inner
     multiplies used only there (x * 0.5 * y in any association)."""
+    # lazy: loads 1 more module (dialects)
     from mlconv.dialects import core_elementwise as ew
 
     factors = list(op.operands[:2])

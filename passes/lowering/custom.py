@@ -26,6 +26,7 @@ _STRUCTURAL = frozenset({"operandSegmentSizes", "resultSegmentSizes"})
 
 def describe(op: Operation) -> tuple[str, str, dict[str, Any]]:
     """(domain, op type, attributes) of a framework op, as core.Custom carries them."""
+    # lazy: loads onnx, which this module does not
     from mlconv.dialects import onnx as onnx_dialect
     from mlconv.dialects import tflite
 
@@ -60,6 +61,7 @@ def custom_fallback(
         attrs=DictionaryAttr(attributes),
     )
     b.insert(custom)
+    # lazy: loads 1 more module (custom_ops)
     from mlconv.custom_ops import label
 
     pattern = lookup("custom", label(domain, op_type), None)

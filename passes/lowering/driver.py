@@ -101,6 +101,7 @@ def custom_options(allow_custom: bool) -> dict[str, Any]:
     core.Custom (`lowering.custom.custom_fallback`)."""
     if not allow_custom:
         return {}
+    # lazy: loads numpy, which this module does not
     from mlconv.passes.lowering.custom import custom_fallback
 
     return {"fallback": custom_fallback}

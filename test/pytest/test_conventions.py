@@ -456,6 +456,49 @@ def test_no_local_import_that_dodges_a_cycle() -> None:
     assert not problems, "\n".join(problems)
 
 
+def unexplained_local_imports(root: Path) -> list[str]:
+    """Every function-local mlconv import under `root` with no comment saying why: none on its
+    line, none on the line above the group of import statements it stands in."""
+    modules = _modules(root)
+    _, local = _scoped_imports(root)
+    problems = []
+    spans: dict[str, dict[int, int]] = {}
+    for module, target, line in sorted(set(local)):
+        lines = modules[module].read_text().splitlines()
+        if module not in spans:
+            tree = ast.parse("\n".join(lines))
+            spans[module] = {
+                n.lineno: n.end_lineno
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Import | ast.ImportFrom)
+            }
+        ends = {end: start for start, end in spans[module].items()}
+        first = line
+        while first - 1 in ends:  # the import statement that ends right above
+            first = ends[first - 1]
+        said = "#" in lines[line - 1] or (first > 1 and lines[first - 2].strip().startswith("#"))
+        if not said:
+            problems.append(f"{module} (line {line}): function-local import of {target}: say why")
+    return problems
+
+
+def test_every_local_import_says_why() -> None:
+    """A function-local import is lazy loading for a reason (a heavy dependency the module does
+    not load otherwise, a command's start-up, the plugin registry), said in a comment."""
+    problems = unexplained_local_imports(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def test_unexplained_local_import_check_catches(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "def f():\n    import mlconv.b\n\n\ndef g():\n    # lazy: loads b\n"
+        "    import mlconv.c\n    from mlconv.b import (\n        x,\n    )\n"
+    )
+    (tmp_path / "b.py").write_text("x = 1\n")
+    (tmp_path / "c.py").write_text("")
+    assert [p.split(":")[0] for p in unexplained_local_imports(tmp_path)] == ["mlconv.a (line 2)"]
+
+
 @pytest.mark.parametrize(
     ("files", "expected"),
     [

@@ -234,7 +234,9 @@ def test_verdict_is_recorded_in_the_compilation_cache(tmp_path, monkeypatch):
         (want,) = run(x)
         records = list(tmp_path.glob("*/padding/*.json"))
         assert len(records) == 1
-        monkeypatch.setattr(interpreters_run, "run_module", lambda *a: pytest.fail("verified again"))
+        monkeypatch.setattr(
+            interpreters_run, "run_module", lambda *a: pytest.fail("verified again")
+        )
         again = mlconv.compile(model, quiet=True, pad_dims=pads)
         np.testing.assert_array_equal(again(x)[0], want)
         records[0].write_text('{"cuts": [[7]]}')  # not this model's: ignored, checked anew
