@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 import pytest
 import sensitivity  # noqa: E402 - a module beside this one (conftest.py)
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 from onnx_graphs import Weights, float_model
 from test_mlconv_convert import DF_2X2, sharding_options
 
