@@ -223,7 +223,8 @@ class ROIAlignOp(CoreOp):
             for xi, wx in ((x[0], x[2]), (x[1], x[3])):
                 pos = yi[:, :, :, None, None] * width + xi[:, None, None, :, :]
                 weight = jnp.where(used, wy[:, :, :, None, None] * wx[:, None, None, :, :], 0)
-                values = flat[rows, pos.reshape(pos.shape[0], -1)]  # (R, S, C)
+                samples = int(np.prod(pos.shape[1:]))  # not -1: R may be 0 (an empty level)
+                values = flat[rows, pos.reshape(pos.shape[0], samples)]  # (R, S, C)
                 values = values.reshape(*pos.shape, c)
                 corners.append(weight[..., None].astype(dtype) * values)
         if mode == "avg":

@@ -59,6 +59,8 @@ def infer_result_types(op: CoreOp) -> list[TensorType] | None:
             results = _unproven_reshape_dims(op, results)
         if results is not None and missing and probes is _PROBE_SIZES:
             results = _staggered(op, missing, results)
+        if results is not None and missing and op.name == "core.Slice":
+            results = _unclamped_slice_dims(op, results, (*probes, _STAGGERED_PROBE))
         return results
     return _rank_only(op) if missing else None
 
@@ -92,6 +94,48 @@ def _staggered(
             result if dims == tuple(a) else shared_tensor_type(result.get_element_type(), dims)
         )
     return fixed
+
+
+def _unclamped_slice_dims(
+    op: CoreOp, results: list[TensorType], probes: Sequence[int | tuple[int, ...]]
+) -> list[TensorType]:
+    """A Slice's dim made dynamic where its computed bounds fall outside the data's dynamic dim
+    under a probe. The probes size the data's dim and the dims the bounds are computed from
+    independently: torchvision's per-level slice of the RPN's objectness ([N, sum of A*H*W]
+    from start = sum of the earlier levels' A*H*W) starts past the probe size of the
+    concatenation, clamps to an empty slice under every probe and came out static 0."""
+    data = op.operands[0].type
+    if not isinstance(data, TensorType):
+        return results
+    shape = data.get_shape()
+    dims = list(results[0].get_shape())
+    operands = dict(zip((n.lstrip("*?") for n in op.OPERANDS), op.operand_groups(), strict=True))
+    for probe in probes:
+        values = {}
+        for name in ("start", "stop", "step", "axes"):
+            group = operands.get(name)
+            if group:
+                values[name] = partial_value(group[0], probe)
+                if values[name] is None:
+                    return results
+        starts = np.asarray(values["start"]).reshape(-1).tolist()
+        stops = np.asarray(values["stop"]).reshape(-1).tolist()
+        axes = (
+            np.asarray(values["axes"]).reshape(-1).tolist()
+            if "axes" in values
+            else list(range(len(starts)))
+        )
+        for axis, first, last in zip(axes, starts, stops, strict=False):
+            axis %= len(shape)
+            if shape[axis] >= 0:
+                continue  # clamping to a static dim gives a static size
+            size = probe_size(probe, axis)
+            bounds = [b + size if b < 0 else b for b in (first, last)]
+            if any(b < 0 or b > size for b in bounds):
+                dims[axis] = DYNAMIC_INDEX
+    if dims == list(results[0].get_shape()):
+        return results
+    return [shared_tensor_type(results[0].get_element_type(), tuple(dims)), *results[1:]]
 
 
 def _unproven_reshape_dims(op: CoreOp, results: list[TensorType]) -> list[TensorType]:

@@ -1,7 +1,7 @@
 """Two-stage detectors' region ops against onnxruntime (issue 29): RoiAlign (avg and max, both
 coordinate_transformation_mode values, a fixed and an adaptive sampling ratio) and MaxRoiPool,
 on random feature maps and ROIs (some reaching past the map). One conversion of a model with
-a dynamic ROI count and image size runs at two image sizes and two ROI counts."""
+a dynamic ROI count and image size runs at three image sizes and ROI counts (none among them)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_roi_align_matches_onnxruntime(mode, transform, sampling_ratio):
     session = ort.InferenceSession(model.SerializeToString())
     compiled = mlconv.compile(model)
     rng = np.random.default_rng(0)
-    for height, width, count in ((10, 12, 5), (7, 16, 9)):
+    # no ROI at all: a level of a detector's multi-scale pooling that gets none
+    for height, width, count in ((10, 12, 5), (7, 16, 9), (8, 8, 0)):
         x = rng.standard_normal((2, 3, height, width)).astype(np.float32)
         rois = _rois(rng, count, height, width, 0.5)
         idx = rng.integers(0, 2, count).astype(np.int64)
@@ -81,7 +82,7 @@ def test_max_roi_pool_matches_onnxruntime():
     session = ort.InferenceSession(model.SerializeToString())
     compiled = mlconv.compile(model)
     rng = np.random.default_rng(1)
-    for height, width, count in ((9, 11, 4), (12, 8, 7)):
+    for height, width, count in ((9, 11, 4), (12, 8, 7), (8, 8, 0)):
         x = rng.standard_normal((2, 3, height, width)).astype(np.float32)
         rois = _rois(rng, count, height, width, 0.5, rng.integers(0, 2, count))
         (expected,) = session.run(None, {"x": x, "rois": rois})

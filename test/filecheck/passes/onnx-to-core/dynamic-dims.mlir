@@ -151,3 +151,22 @@ builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
     func.return %y : tensor<*xf32>
   }
 }
+
+// -----
+
+// Slice bounds computed from another value's dims (y's size squared, plus y's size) lie past
+// the probe size of x's dynamic dim: under every probe the slice clamps to empty, which made
+// the result a static 0 (torchvision's per-level slice of the RPN's objectness, where the
+// true size is A*H*W of the level). Bounds outside the dim under a probe leave that dim `?`.
+// CHECK-LABEL: func.func @slice_bounds_past_the_probe
+// CHECK:         "core.Slice"{{.*}} -> tensor<1x?xf32>
+builtin.module attributes {onnx.opset_import = {"" = 17 : i64}} {
+  func.func @slice_bounds_past_the_probe(%x: tensor<1x?xf32>, %y: tensor<?xf32>) -> tensor<*xf32> {
+    %s = "onnx.Shape"(%y) : (tensor<?xf32>) -> tensor<1xi64>
+    %start = "onnx.Mul"(%s, %s) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %stop = "onnx.Add"(%start, %s) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+    %axes = "onnx.Constant"() {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+    %r = "onnx.Slice"(%x, %start, %stop, %axes) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (tensor<1x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+    func.return %r : tensor<*xf32>
+  }
+}
