@@ -141,6 +141,10 @@ with use_db(db_path, WorkDB.Mode.open) as db:
 PYEOF
   fi
   start=$(date +%s)
+  # the tests must pass on the unmutated code, or every mutant would count as killed
+  if [ "${BASELINE:-1}" != 0 ] && ! timeout "$TIMEOUT" bash "$SCRATCH/$m.sh" >"$OUT/$m.baseline.txt" 2>&1; then
+    echo "$m: the tests fail without a mutation ($OUT/$m.baseline.txt): not measured"; continue
+  fi
   timeout "$BUDGET" cosmic-ray exec "$cfg" "$db" >/dev/null 2>&1 || true
   git checkout -q -- "$f"  # a mutant cut off by the budget leaves its mutation on disk
   $PY - "$db" "$m" "$(( $(date +%s) - start ))" "$OUT" "$ROOT/bench/mutation-equivalent.tsv" <<'PYEOF'
