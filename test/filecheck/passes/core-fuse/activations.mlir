@@ -320,3 +320,28 @@ func.func @no_gelu_extra_use(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>
   %y = "core.Multiply"(%m, %half) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
   func.return %y, %e : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// GELU (tanh) whose x^3 is a product x * x * x (as torch exports x * x * x).
+
+// CHECK-LABEL: func.func @gelu_tanh_cube_as_product
+// CHECK:         %[[G:.*]] = "core.Gelu"(%[[X:.*]]) {approximation_mode = "TANH"} : (tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NOT:     core.Tanh
+// CHECK:         func.return %[[G]]
+func.func @gelu_tanh_cube_as_product(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %k = core.Constant {value = dense<0.044715> : tensor<f32>} : tensor<f32>
+  %c = core.Constant {value = dense<0.7978846> : tensor<f32>} : tensor<f32>
+  %one = core.Constant {value = dense<1.0> : tensor<f32>} : tensor<f32>
+  %half = core.Constant {value = dense<0.5> : tensor<f32>} : tensor<f32>
+  %xx = "core.Multiply"(%x, %x) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %p = "core.Multiply"(%xx, %x) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %kp = "core.Multiply"(%p, %k) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %in = "core.Add"(%x, %kp) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %s = "core.Multiply"(%in, %c) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %t = "core.Tanh"(%s) : (tensor<8xf32>) -> tensor<8xf32>
+  %a = "core.Add"(%t, %one) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %hx = "core.Multiply"(%x, %half) : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %y = "core.Multiply"(%hx, %a) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  func.return %y : tensor<8xf32>
+}

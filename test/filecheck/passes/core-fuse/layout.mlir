@@ -101,3 +101,20 @@ func.func @no_depth_to_space_channels_not_divisible(%x: tensor<1x6x2x3xf32>) -> 
   %y = "core.Reshape"(%t, %s2) : (tensor<1x3x2x2x3xf32>, tensor<4xi64>) -> tensor<1x3x4x3xf32>
   func.return %y : tensor<1x3x4x3xf32>
 }
+
+// -----
+
+// Negative: a rank-2 chain that is neither op (no candidate read off a third dimension it lacks).
+
+// CHECK-LABEL: func.func @no_fusion_of_a_rank_2_chain
+// CHECK:         core.Transpose
+// CHECK-NOT:     core.DepthToSpace
+func.func @no_fusion_of_a_rank_2_chain(%x: tensor<4x6xf32>) -> tensor<2x12xf32> {
+  %s = core.Constant {value = dense<[2, 2, 6]> : tensor<3xi64>} : tensor<3xi64>
+  %r = "core.Reshape"(%x, %s) : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<2x2x6xf32>
+  %o = core.Constant {value = dense<[0, 2, 1]> : tensor<3xi64>} : tensor<3xi64>
+  %t = "core.Transpose"(%r, %o) : (tensor<2x2x6xf32>, tensor<3xi64>) -> tensor<2x6x2xf32>
+  %s2 = core.Constant {value = dense<[2, 12]> : tensor<2xi64>} : tensor<2xi64>
+  %y = "core.Reshape"(%t, %s2) : (tensor<2x6x2xf32>, tensor<2xi64>) -> tensor<2x12xf32>
+  func.return %y : tensor<2x12xf32>
+}

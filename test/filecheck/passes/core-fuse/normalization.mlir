@@ -153,3 +153,31 @@ func.func @no_normalize_l2_other_tensor(%x: tensor<4x16xf32>, %z: tensor<4x16xf3
   %y = "core.Divide"(%x, %r) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   func.return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// Negative: SquaredDifference(x, x) is zero, not the variance of x about its mean.
+
+// CHECK-LABEL: func.func @no_layer_norm_variance_of_x_and_x
+// CHECK:         core.SquaredDifference
+// CHECK-NOT:     core.MVN
+func.func @no_layer_norm_variance_of_x_and_x(%x: tensor<1x6x4xf32>) -> tensor<1x6x4xf32> {
+  %axes = core.Constant {value = dense<-1> : tensor<1xi32>} : tensor<1xi32>
+  %eps = core.Constant {value = dense<1.0e-03> : tensor<f32>} : tensor<f32>
+  %one = core.Constant {value = dense<1.0> : tensor<f32>} : tensor<f32>
+  %gamma = core.Constant {value = dense<[[[1.0, 2.0, 3.0, 4.0]]]> : tensor<1x1x4xf32>} : tensor<1x1x4xf32>
+  %beta = core.Constant {value = dense<[[[0.5, -0.5, 0.25, 0.0]]]> : tensor<1x1x4xf32>} : tensor<1x1x4xf32>
+  %mean = "core.ReduceMean"(%x, %axes) {keep_dims = true} : (tensor<1x6x4xf32>, tensor<1xi32>) -> tensor<1x6x1xf32>
+  %sd = "core.SquaredDifference"(%x, %x) : (tensor<1x6x4xf32>, tensor<1x6x4xf32>) -> tensor<1x6x4xf32>
+  %var = "core.ReduceMean"(%sd, %axes) {keep_dims = true} : (tensor<1x6x4xf32>, tensor<1xi32>) -> tensor<1x6x1xf32>
+  %ve = "core.Add"(%var, %eps) : (tensor<1x6x1xf32>, tensor<f32>) -> tensor<1x6x1xf32>
+  %std = "core.Sqrt"(%ve) : (tensor<1x6x1xf32>) -> tensor<1x6x1xf32>
+  %inv = "core.Divide"(%one, %std) : (tensor<f32>, tensor<1x6x1xf32>) -> tensor<1x6x1xf32>
+  %s = "core.Multiply"(%inv, %gamma) : (tensor<1x6x1xf32>, tensor<1x1x4xf32>) -> tensor<1x6x4xf32>
+  %xs = "core.Multiply"(%x, %s) : (tensor<1x6x4xf32>, tensor<1x6x4xf32>) -> tensor<1x6x4xf32>
+  %nm = "core.Negative"(%mean) : (tensor<1x6x1xf32>) -> tensor<1x6x1xf32>
+  %ms = "core.Multiply"(%nm, %s) : (tensor<1x6x1xf32>, tensor<1x6x4xf32>) -> tensor<1x6x4xf32>
+  %sh = "core.Add"(%ms, %beta) : (tensor<1x6x4xf32>, tensor<1x1x4xf32>) -> tensor<1x6x4xf32>
+  %y = "core.Add"(%xs, %sh) : (tensor<1x6x4xf32>, tensor<1x6x4xf32>) -> tensor<1x6x4xf32>
+  func.return %y : tensor<1x6x4xf32>
+}
