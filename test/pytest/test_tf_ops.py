@@ -50,6 +50,12 @@ def save(module, folder, fn) -> str:
     return str(folder)
 
 
+def saved_tpu_func(module, folder) -> tuple[str, object, object]:
+    """`module` saved with its `tpu_func` as the serving signature and the alias: (folder,
+    tpu_func, module), the module returned too because the method holds it weakly."""
+    return save(module, folder, module.tpu_func), module.tpu_func, module
+
+
 def reference(fn, *arrays) -> tuple[list[str], list[np.ndarray]]:
     """TensorFlow's outputs in the order of their names (a signature's flat order)."""
     result = fn(*[tf.constant(a) for a in arrays])
@@ -127,9 +133,7 @@ class OpsModule(tf.Module):
 
 @pytest.fixture(scope="session")
 def ops_model(tmp_path_factory):
-    module = OpsModule()
-    folder = save(module, tmp_path_factory.mktemp("tf_ops") / "ops", module.tpu_func)
-    return folder, module.tpu_func, module  # the method holds its module weakly
+    return saved_tpu_func(OpsModule(), tmp_path_factory.mktemp("tf_ops") / "ops")
 
 
 def test_ops_match_tensorflow_at_two_batch_sizes(ops_model):
@@ -315,9 +319,7 @@ class ControlFlow(tf.Module):
 
 @pytest.fixture(scope="session")
 def control_model(tmp_path_factory):
-    module = ControlFlow()
-    folder = save(module, tmp_path_factory.mktemp("tf_control") / "control", module.tpu_func)
-    return folder, module.tpu_func, module  # the method holds its module weakly
+    return saved_tpu_func(ControlFlow(), tmp_path_factory.mktemp("tf_control") / "control")
 
 
 def test_if_and_while_match_tensorflow(control_model):
