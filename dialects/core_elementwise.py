@@ -229,10 +229,20 @@ UNARY = [
 ]
 
 
-def _shift_amount_in_range(x, shift):
-    """ONNX and OpenVINO define shifts by a negative amount or by >= the bit width (where XLA
-    and C differ): the result is what sign extension alone gives."""
-    return (shift >= 0) & (shift < jnp.iinfo(x.dtype).bits)
+def _shifted(arg, shift, left: bool):
+    """`arg` shifted bitwise by `shift`, broadcast. ONNX and OpenVINO define shifts by a
+    negative amount or by >= the bit width (where XLA and C differ): the result is what sign
+    extension alone gives (-1 for a negative signed `arg` shifted right, else 0)."""
+    arg, shift = jnp.broadcast_arrays(arg, shift.astype(arg.dtype))
+    in_range = (shift >= 0) & (shift < jnp.iinfo(arg.dtype).bits)
+    amount = jnp.where(in_range, shift, 0).astype(arg.dtype)
+    signed = jnp.issubdtype(arg.dtype, jnp.signedinteger)
+    if left:
+        shifted, fill = lax.shift_left(arg, amount), jnp.zeros_like(arg)
+    else:
+        shifted = (lax.shift_right_arithmetic if signed else lax.shift_right_logical)(arg, amount)
+        fill = jnp.where(arg < 0, -1, 0).astype(arg.dtype) if signed else jnp.zeros_like(arg)
+    return jnp.where(in_range, shifted, fill)
 
 
 @core_op(operands=("arg", "shift"), attributes={"auto_broadcast": (STR, "numpy")})
@@ -248,10 +258,7 @@ class BitwiseLeftShiftOp(CoreOp):
 
     @staticmethod
     def semantics(arg, shift, *, auto_broadcast="numpy"):
-        arg, shift = jnp.broadcast_arrays(arg, shift.astype(arg.dtype))
-        in_range = _shift_amount_in_range(arg, shift)
-        shifted = lax.shift_left(arg, jnp.where(in_range, shift, 0).astype(arg.dtype))
-        return jnp.where(in_range, shifted, jnp.zeros_like(arg))
+        return _shifted(arg, shift, left=True)
 
 
 @core_op(operands=("arg", "shift"), attributes={"auto_broadcast": (STR, "numpy")})
@@ -268,13 +275,7 @@ class BitwiseRightShiftOp(CoreOp):
 
     @staticmethod
     def semantics(arg, shift, *, auto_broadcast="numpy"):
-        arg, shift = jnp.broadcast_arrays(arg, shift.astype(arg.dtype))
-        in_range = _shift_amount_in_range(arg, shift)
-        amount = jnp.where(in_range, shift, 0).astype(arg.dtype)
-        signed = jnp.issubdtype(arg.dtype, jnp.signedinteger)
-        shifted = (lax.shift_right_arithmetic if signed else lax.shift_right_logical)(arg, amount)
-        fill = jnp.where(arg < 0, -1, 0).astype(arg.dtype) if signed else jnp.zeros_like(arg)
-        return jnp.where(in_range, shifted, fill)
+        return _shifted(arg, shift, left=False)
 
 
 @core_op(operands=("data", "alpha", "lambda_"))
