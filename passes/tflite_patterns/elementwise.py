@@ -22,13 +22,73 @@ def _binary(op_class):
 
 for _name, _class in {
     "MUL": core.MultiplyOp,
-    "DIV": core.DivideOp,
     "SQUARED_DIFFERENCE": core.SquaredDifferenceOp,
     "POW": core.PowerOp,
     "MAXIMUM": core.MaximumOp,
     "MINIMUM": core.MinimumOp,
 }.items():
     lowering(_name)(_binary(_class))
+
+
+@lowering("DIV")
+def div(op, b):
+    exact = _int8_div(op, b)
+    return [exact] if exact is not None else _binary(core.DivideOp)(op, b)
+
+
+def _int8_div(op, b):
+    """int8 DIV as TFLite's kernel (XNNPACK takes float DIV only), tabulated over all 65536
+    pairs of int8 operands and looked up at q_a * 256 + q_b + 32896 (`_div_rule`)."""
+    sources = [b.raw(op, i) for i in (0, 1)]
+    qtypes = [b.qtypes.get(v) for v in sources]
+    qout = _result_qtype(op)
+    if not all(int8_per_tensor(q) for q in [*qtypes, qout]):
+        return None
+    bounds = int8_activation_bounds(op, qout)
+    if bounds is None:
+        return None
+    params = [(np.float32(q.scale_values()[0]), int(q.zero_point_values()[0])) for q in qtypes]
+    out = (np.float32(qout.scale_values()[0]), int(qout.zero_point_values()[0]))
+    grid = np.arange(-128, 128, dtype=np.int64)
+    table = _div_rule(grid[:, None], grid[None, :], *params, out)
+    table = np.clip(table, bounds[0], bounds[1]).astype(np.int8).reshape(-1)
+    a, c = (b(core.ConvertOp, v, destination_type=element_type(np.int32)) for v in sources)
+    index = b(core.AddOp, b(core.MultiplyOp, a, b.const(np.int32(256))), c)
+    index = b(core.AddOp, index, b.const(np.int32(128 * 256 + 128)))
+    return b(core.GatherOp, b.const(table), index, b.ints(0))
+
+
+def _div_rule(qa, qb, pa, pb, pout):
+    """TFLite's int8 Div: with a = q_a - zp_a and d = q_b - zp_b (both negated when d < 0),
+    1 / d as a reciprocal multiplier (`fixed_point.reciprocal`), a shifted left by its
+    leading sign bits (int32, wrapping) and multiplied by it, then by the quantized multiplier
+    s_a / (s_b s_out) and shifted right by what is left. A right shift of 32 or more is a shift
+    by that count modulo 32 in LiteRT's x86 build (a shift past the width of an int32): for
+    |a| = 1 and d >= 128 with the scales of the test that is no shift at all, and the result
+    saturates; that is what LiteRT gives, so it is kept. d = 0 (LiteRT asserts) gives zp_out."""
+    (scale_a, zp_a), (scale_b, zp_b), (scale_out, zp_out) = pa, pb, pout
+    multiplier, shift = fx.quantize_multiplier(
+        np.float32(scale_a / np.float32(scale_b * scale_out))
+    )
+    a = np.broadcast_to(qa - zp_a, np.broadcast_shapes(qa.shape, qb.shape))
+    d = np.broadcast_to(qb - zp_b, a.shape)
+    a, d = np.where(d < 0, -a, a), np.abs(d)
+    inverse, inverse_shift = fx.reciprocal(np.maximum(d, 1))
+    headroom = fx.leading_sign_bits32(a)
+    shifted = ((a * (np.int64(1) << headroom) + 2**31) & (2**32 - 1)) - 2**31
+    quotient = fx.rounding_doubling_high_mul32(shifted, inverse)
+    right = -(shift - inverse_shift - headroom)
+    product = fx.rounding_doubling_high_mul32(quotient, multiplier)
+    result = fx.rounding_divide_by_pot32(product, right & 31)
+    result = np.where(right >= 32, _x86_wide_shift(product, right), result)
+    return np.where(d == 0, zp_out, result + zp_out)
+
+
+def _x86_wide_shift(x, exponent):
+    """gemmlowp's RoundingDivideByPOT on int32 for exponent >= 32 as x86 runs it: the mask
+    (2^e - 1, made in 64 bits) truncates to -1, the shift count is taken modulo 32."""
+    threshold = -1 + (x < 0)
+    return (x >> (exponent & 31)) + (x > threshold)
 
 
 @lowering("ADD", "SUB")

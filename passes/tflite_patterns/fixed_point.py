@@ -256,3 +256,39 @@ def inv_sqrt_multiplier(value):
     multiplier = where(negative, multiplier << where(negative, -shift, 0), multiplier)
     shift = where(negative, 0, shift)
     return where(small, INT32_MAX, multiplier), where(small, 0, -shift)
+
+
+def _leading_zeros32(x) -> np.ndarray:
+    """Leading zero bits of non-negative values below 2^32 (32 for 0)."""
+    x = np.asarray(x, np.int64)
+    bits = np.zeros(x.shape, np.int64)
+    for shift in (16, 8, 4, 2, 1):  # the position of the highest set bit, by halving
+        high = x >= (np.int64(1) << shift)
+        bits = np.where(high, bits + shift, bits)
+        x = np.where(high, x >> shift, x)
+    return np.where(x > 0, 31 - bits, 32)
+
+
+def leading_sign_bits32(x) -> np.ndarray:
+    """TFLite's CountLeadingSignBits on int32 values (31 for 0 and -1)."""
+    x = np.asarray(x, np.int64)
+    return np.where(x >= 0, _leading_zeros32(np.maximum(x, 0)) - 1, _leading_zeros32(-2 * x - 1))
+
+
+def reciprocal(x) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetReciprocal(x, 31): (1 / x as a 0-integer-bit fixed point in [1/2, 1],
+    the bits above the unit) for positive int32 x, by gemmlowp's three Newton-Raphson steps
+    for 1 / (1 + t), t in [0, 1)."""
+    x = np.asarray(x, np.int64)
+    headroom = _leading_zeros32(x)
+    t = (((x << headroom) - 2**31 + 2**31) & (2**32 - 1)) - 2**31  # in [0, 1) as Q0.31
+    total = t + INT32_MAX  # RoundingHalfSum(t, 1)
+    half_denominator = np.where(total >= 0, total + 1, total - 1)
+    half_denominator = np.where(
+        half_denominator < 0, -((-half_denominator) // 2), half_denominator // 2
+    )
+    estimate = 1515870810 + rounding_doubling_high_mul32(half_denominator, -1010580540)  # Q2.29
+    for _ in range(3):
+        error = (1 << 29) - rounding_doubling_high_mul32(half_denominator, estimate)
+        estimate = estimate + multiply_by_pot32(rounding_doubling_high_mul32(estimate, error), 2)
+    return multiply_by_pot32(estimate, 1), 31 - headroom

@@ -95,6 +95,36 @@ def _mobilenet_v2() -> bytes:
     return tflite_bytes(model, int8=True, samples=4, shape=(1, 96, 96, 3))
 
 
+PAIRS = (1, 256 * 256)
+
+
+def _div_model() -> bytes:
+    @tf.function(
+        input_signature=[tf.TensorSpec(PAIRS, tf.float32), tf.TensorSpec(PAIRS, tf.float32)]
+    )
+    def model(a, b):
+        return a / b
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [model.get_concrete_function()], model
+    )
+    rng = np.random.default_rng(0)
+
+    def representative():
+        for _ in range(4):
+            yield [
+                rng.standard_normal(PAIRS).astype(np.float32),
+                rng.uniform(0.5, 3.0, PAIRS).astype(np.float32),
+            ]
+
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
 @pytest.fixture(scope="session")
 def models(tmp_path_factory):
     """name -> path, each converted on first use."""
@@ -113,6 +143,7 @@ def models(tmp_path_factory):
             lambda rng: rng.uniform(0.5, 6.3, UNARY_SHAPE),
             int8_io=True,
         ),
+        "div": _div_model,
         "edges": lambda: _convert(
             _edges, EDGES_SHAPE, lambda rng: rng.standard_normal(EDGES_SHAPE), int8_io=False
         ),
@@ -189,6 +220,28 @@ def test_unary_all_int8_inputs(models, name, operators):
         if _steps(value, want):
             off[operators[name]] = (int((value != want).sum()), _steps(value, want))
     assert not off, f"operator -> (values off of 256, most steps): {off}"
+
+
+def test_div_all_int8_pairs(models):
+    """int8 DIV (TFLite's fixed-point kernel, LiteRT's x86 shift quirk included) on all 65536
+    pairs of int8 operands but a zero divisor."""
+    path = models("div")
+    interpreter = litert.Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+    first, second = interpreter.get_input_details()
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    zero = second["quantization"][1]
+    b = np.where(b == zero, zero + 1, b)  # LiteRT asserts on a zero divisor
+    a, b = (v.reshape(PAIRS).astype(np.int8) for v in (a, b))
+    interpreter.set_tensor(first["index"], a)
+    interpreter.set_tensor(second["index"], b)
+    interpreter.invoke()
+    expected = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    assert np.unique(expected).size > 100
+    (got,) = mlconv.compile(str(path))(a, b)
+    assert got.dtype == np.int8
+    off = got != expected
+    assert not off.any(), f"{int(off.sum())} of 65536 pairs off, {_steps(got, expected)} steps"
 
 
 def _input_scale(interpreter):

@@ -282,3 +282,20 @@ func.func @int8_resize_bilinear(%x: tensor<1x2x3x4x!quant.uniform<i8:f32, 0.02:3
   %y = "tflite.RESIZE_BILINEAR"(%x, %size) {align_corners = false, half_pixel_centers = true, version = 3 : i32} : (tensor<1x2x3x4x!quant.uniform<i8:f32, 0.02:3>>, tensor<2xi32>) -> tensor<1x3x5x4x!quant.uniform<i8:f32, 0.02:3>> loc("resize")
   func.return %y : tensor<1x3x5x4x!quant.uniform<i8:f32, 0.02:3>>
 }
+
+// -----
+
+// int8 DIV as TFLite's fixed-point kernel: a table over all 65536 pairs of int8 operands,
+// looked up at q_a * 256 + q_b + 32896.
+// CHECK-LABEL: func.func @int8_div
+// CHECK:         %[[A:.*]] = "core.Convert"(%{{.*}}) {destination_type = i32}
+// CHECK:         %[[B:.*]] = "core.Convert"(%{{.*}}) {destination_type = i32}
+// CHECK:         %[[ROW:.*]] = "core.Multiply"(%[[A]], %{{.*}})
+// CHECK:         %[[AT:.*]] = "core.Add"(%[[ROW]], %[[B]])
+// CHECK:         %[[INDEX:.*]] = "core.Add"(%[[AT]], %{{.*}})
+// CHECK:         %[[Y:.*]] = "core.Gather"(%{{.*}}, %[[INDEX]], %{{.*}}) : (tensor<65536xi8>, tensor<1x4xi32>, tensor<i64>) -> tensor<1x4xi8>
+// CHECK:         func.return %[[Y]]
+func.func @int8_div(%a: tensor<1x4x!quant.uniform<i8:f32, 0.0366:-2>>, %b: tensor<1x4x!quant.uniform<i8:f32, 0.0118:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0564:-7>> {
+  %y = "tflite.DIV"(%a, %b) {fused_activation_function = "NONE", version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.0366:-2>>, tensor<1x4x!quant.uniform<i8:f32, 0.0118:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0564:-7>> loc("div")
+  func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.0564:-7>>
+}
