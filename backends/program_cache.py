@@ -127,13 +127,17 @@ def _sha256_file(path: Path) -> str:
 
 @functools.cache
 def sources_digest() -> str:
-    """A digest of mlconv's own sources (each .py file's path, size and modification time): a
-    changed mlconv never reuses the programs an older one lowered, version number or not."""
+    """A digest of mlconv's own sources (each .py file's path, size and modification time, in
+    the package and its subpackages: folders with an __init__.py, so a checkout's tests,
+    benchmarks or virtual environment are not walked): a changed mlconv never reuses the
+    programs an older one lowered, version number or not."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(__version__.encode())
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = sorted(
-            d for d in subfolders if d not in ("test", "bench", "docs", "__pycache__", ".git")
+            d
+            for d in subfolders
+            if d not in ("test", "bench") and os.path.isfile(os.path.join(folder, d, "__init__.py"))
         )
         for name in sorted(files):
             if name.endswith(".py"):
