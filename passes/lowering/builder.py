@@ -27,6 +27,7 @@ from mlconv.dense import numpy_dtype
 from mlconv.dialects import core
 from mlconv.dialects.core_base import CoreOp, constant_value
 from mlconv.dialects.core_tensor import ConstantOp, reshape_target
+from mlconv.dialects.segments import operand_groups
 from mlconv.errors import PassFailure
 from mlconv.semantics.shapes import infer_result_types, meet_types
 from mlconv.semantics.tracing import evaluate
@@ -221,3 +222,24 @@ def _flatten(values: Sequence[Any]) -> list[SSAValue]:
         else:
             flat.extend(value)
     return flat
+
+
+class SlotReader:
+    """The base of a framework's reader (composed into `Builder`): operands by input slot,
+    each slot one operand group of the op; `slot(op, key)` turns the framework's key (ONNX's
+    input name, TF's OpDef input index) into the group's index."""
+
+    def __init__(self, b: Builder):
+        self.b = b
+
+    def slot(self, op: Any, key: Any) -> int:
+        return key
+
+    def inputs(self, op: Any, key: Any) -> list[SSAValue]:
+        """All operands of the slot (a variadic slot may have many)."""
+        return list(operand_groups(op)[self.slot(op, key)])
+
+    def input(self, op: Any, key: Any) -> SSAValue | None:
+        """The slot's operand (None when absent)."""
+        values = self.inputs(op, key)
+        return values[0] if values else None

@@ -9,25 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
-from mlconv.dialects.segments import operand_groups
-from mlconv.passes.lowering.builder import Builder
+from mlconv.passes.lowering.builder import Builder, SlotReader
 
 
-class OnnxReader:
-    def __init__(self, b: Builder):
-        self.b = b
+class OnnxReader(SlotReader):
+    """ONNX operands by input slot name (`b.input(op, "X")`), attributes as the node sets them."""
 
-    def input(self, op: Any, name: str) -> SSAValue | None:
-        """The operand in ONNX input slot `name` (None when absent)."""
-        values = self.inputs(op, name)
-        return values[0] if values else None
-
-    def inputs(self, op: Any, name: str) -> list[SSAValue]:
-        """All operands of slot `name` (a variadic slot may have many)."""
-        slot = op.INPUTS.index(name)
-        return list(operand_groups(op)[slot])
+    def slot(self, op: Any, key: str) -> int:
+        return op.INPUTS.index(key)
 
     def attr(self, op: Any, name: str, default: Any = None) -> Any:
         """The attribute's value when the node sets it, else `default`. Patterns give the

@@ -17,8 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from mlconv.dense import numpy_dtype
 from mlconv.dialects import core_tensor as ct
-from mlconv.dialects.segments import operand_groups
-from mlconv.passes.lowering.builder import Builder
+from mlconv.passes.lowering.builder import Builder, SlotReader
 
 # NHWC <-> NCHW for 4-D data; the 5-D (NDHWC) forms for 3-D convolutions.
 TO_NCHW = {4: (0, 3, 1, 2), 5: (0, 4, 1, 2, 3)}
@@ -43,18 +42,8 @@ def decode(attr: Attribute | None) -> Any:
     return attr
 
 
-class TfReader:
+class TfReader(SlotReader):
     """TF operands by OpDef input index, attributes with TensorFlow's defaults, NHWC helpers."""
-
-    def __init__(self, b: Builder):
-        self.b = b
-
-    def input(self, op: Any, index: int) -> SSAValue | None:
-        values = self.inputs(op, index)
-        return values[0] if values else None
-
-    def inputs(self, op: Any, index: int) -> list[SSAValue]:
-        return list(operand_groups(op)[index])
 
     def attr(self, op: Any, name: str, default: Any = None) -> Any:
         """The node's attribute, else TensorFlow's default, else `default`."""
