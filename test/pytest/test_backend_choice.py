@@ -6,6 +6,7 @@ which back end wins depends on the machine."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 
@@ -19,6 +20,7 @@ import mlconv
 from mlconv.backends import backend_choice
 from mlconv.backends.jax_backend import CompiledModule
 from mlconv.backends.openvino_backend import OpenVinoModule
+from mlconv.errors import BackendError
 
 pytest.importorskip("openvino")
 onnxruntime = pytest.importorskip("onnxruntime")
@@ -149,18 +151,38 @@ def test_outputs_that_differ_fall_back_to_xla(tmp_path, monkeypatch):
     assert "differ" in run.backend_choice.note
 
 
-def test_a_model_the_ir_writer_refuses_runs_on_xla(tmp_path, monkeypatch):
-    from mlconv.backends import openvino_ir
-    from mlconv.errors import BackendError
+@pytest.mark.parametrize(
+    "module, function, error, note",
+    [
+        (
+            "openvino_ir",
+            "to_openvino_ir",
+            BackendError("'core.Foo' op cannot be written as OpenVINO IR"),
+            "OpenVINO IR cannot express the model",
+        ),
+        (
+            "openvino_backend",
+            "compile_ir",
+            RuntimeError("Exception from src/core: unsupported layer"),
+            "OpenVINO cannot compile the model",
+        ),
+    ],
+    ids=["ir-writer-refuses", "openvino-refuses-to-compile"],
+)
+def test_a_refused_openvino_step_falls_back_to_xla(
+    tmp_path, monkeypatch, module, function, error, note
+):
+    """The IR writer refusing the model, or OpenVINO refusing to compile the IR: XLA runs it,
+    and the choice's note says why."""
 
-    def refuse(module, **options):
-        raise BackendError("'core.Foo' op cannot be written as OpenVINO IR")
+    def refuse(*args, **options):
+        raise error
 
     small_model(tmp_path / "small.onnx")
-    monkeypatch.setattr(openvino_ir, "to_openvino_ir", refuse)
+    monkeypatch.setattr(importlib.import_module(f"mlconv.backends.{module}"), function, refuse)
     run = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
     assert_ran(run, "xla")
-    assert run.backend_choice.note.startswith("OpenVINO IR cannot express the model")
+    assert run.backend_choice.note.startswith(note)
 
 
 def test_the_report_says_which_ran(tmp_path, monkeypatch, capsys):
@@ -183,19 +205,6 @@ def test_the_report_says_which_ran(tmp_path, monkeypatch, capsys):
     assert (
         json.loads(capsys.readouterr()[0].strip().splitlines()[-1])["choice"]["reason"] == "named"
     )
-
-
-def test_openvino_refusing_to_compile_falls_back_to_xla(tmp_path, monkeypatch):
-    from mlconv.backends import openvino_backend
-
-    def refuse(xml, weights, device=None):
-        raise RuntimeError("Exception from src/core: unsupported layer")
-
-    small_model(tmp_path / "small.onnx")
-    monkeypatch.setattr(openvino_backend, "compile_ir", refuse)
-    run = mlconv.compile(tmp_path / "small.onnx", device="cpu", quiet=True)
-    assert_ran(run, "xla")
-    assert run.backend_choice.note.startswith("OpenVINO cannot compile the model")
 
 
 def test_a_choice_measured_under_load_is_measured_again_when_quiet(tmp_path, monkeypatch):
