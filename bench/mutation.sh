@@ -22,6 +22,9 @@
 # mutants: the score of non-equivalent mutants leaves them out. The session is kept as
 # $OUT/<module>.sqlite; RECHECK=1 reruns its survivors only (a mutant killed before is killed by
 # the same tests after, as long as no test was removed), so before and after are one sample.
+# A module's lit tests (4th column below) run after its pytest tests; the tests run once on the
+# unmutated code first (BASELINE=0 skips that); mutants inside annotations of a module with
+# `from __future__ import annotations` are left out of the sample (equivalent by construction).
 set -euo pipefail
 ROOT=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 PY=${PY:-python}
