@@ -141,6 +141,8 @@ def test_64_concurrent_callers_through_the_batcher(served):
         ({"name": "i", "shape": [1], "datatype": "INT64", "data": [1.5]}, b"", "non-integer"),
         ({"name": "x", "shape": [-1, 2], "datatype": "FP32", "data": []}, b"", "list of sizes"),
         ({"name": "x", "shape": [1 << 30, 2], "datatype": "FP32", "data": []}, b"", "larger than"),
+        # 2^19 values within the 1 MiB limit, their 2 MiB of FP32 bytes not
+        ({"name": "x", "shape": [1 << 18, 2], "datatype": "FP32", "data": []}, b"", "larger than"),
     ],
 )  # fmt: skip
 def test_the_parser_refuses_what_does_not_add_up(header, tail, message):
