@@ -598,16 +598,90 @@ def write_ssdlite(path: str | os.PathLike, **options) -> None:
 
 def ssdlite_file(cache: ExportCache) -> Path:
     """SSDlite's export (`write_ssdlite`) in an export cache's folder, made once under a lock."""
-    path = cache.folder / "ssdlite" / "model.onnx"
+    return _cached_export(cache, "ssdlite", write_ssdlite)
+
+
+# --- a two-stage detector: torchvision Faster R-CNN (MobileNetV3-Large 320 FPN) ---------------
+
+# Its post-processing runs on one image as SSDlite's does (see above): one image of dynamic
+# height and width per call, two sizes from one conversion.
+FASTERRCNN_SIZES = ((240, 320), (300, 200))
+FASTERRCNN_OUTPUTS = ("boxes", "labels", "scores")  # the order of torchvision's result dict
+
+
+def fasterrcnn(num_classes: int = 4, detections: int = 20, seed: int = 11):
+    """fasterrcnn_mobilenet_v3_large_320_fpn with random weights (`weights=None,
+    weights_backbone=None`), BatchNorm statistics calibrated on random images; few classes,
+    proposals and detections keep its post-processing (RPN NMS per level, box head NMS per
+    class, both data-dependent) small."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(seed)
+    model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, num_classes=num_classes,
+        box_detections_per_img=detections, rpn_pre_nms_top_n_test=100,
+        rpn_post_nms_top_n_test=50,
+    )  # fmt: skip
+    calibration = _image(True, 320)(4, seed + 100)
+    _calibrate_torch(model.backbone, calibration, seed)
+    model.eval()
+    # The heads see large features (the FPN has no normalization): scale each prediction layer
+    # so that its output spreads as a trained one's (objectness and class logits by about 1,
+    # box deltas by about 0.1). Else every score saturates and float32 rounding, multiplied
+    # by deltas near 100, moves boxes by pixels between any two runtimes.
+    image = torch.from_numpy(calibration[0])
+    heads = model.rpn.head, model.roi_heads.box_predictor
+    for layer, spread in (
+        (heads[0].cls_logits, 1.0), (heads[0].bbox_pred, 0.1),
+        (heads[1].cls_score, 1.0), (heads[1].bbox_pred, 0.1),
+    ):  # fmt: skip
+        outputs = []
+        hook = layer.register_forward_hook(lambda m, i, o, seen=outputs: seen.append(o))
+        with torch.no_grad():
+            model(image)
+            hook.remove()
+            scale = spread / float(torch.cat([o.reshape(-1) for o in outputs]).std())
+            layer.weight.data *= scale
+            layer.bias.data *= scale
+    return model
+
+
+def write_fasterrcnn(path: str | os.PathLike, **options) -> None:
+    """Faster R-CNN exported by the TorchScript exporter (opset 17): input `images` [1, 3,
+    height, width], outputs boxes [n, 4], labels [n], scores [n]."""
+    import torch
+
+    model = fasterrcnn(**options)
+    example = torch.from_numpy(detector_image(FASTERRCNN_SIZES[0], 0))
+    dynamic_axes = {"images": {2: "height", 3: "width"}}
+    dynamic_axes.update({name: {0: "detections"} for name in FASTERRCNN_OUTPUTS})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (example,), str(path), input_names=["images"],
+            output_names=list(FASTERRCNN_OUTPUTS), dynamic_axes=dynamic_axes, opset_version=17,
+            dynamo=False,
+        )  # fmt: skip
+
+
+def _cached_export(cache: ExportCache, name: str, write: Callable[[Path], None]) -> Path:
+    """`write`'s file in an export cache's folder, made once under a lock."""
+    path = cache.folder / name / "model.onnx"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.parent.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not path.exists():
                 partial = path.with_name(f"model.{os.getpid()}.partial")
-                write_ssdlite(partial)
+                write(partial)
                 os.replace(partial, path)
     return path
+
+
+def fasterrcnn_file(cache: ExportCache) -> Path:
+    """Faster R-CNN's export (`write_fasterrcnn`) in an export cache's folder."""
+    return _cached_export(cache, "fasterrcnn", write_fasterrcnn)
 
 
 # For bench/latency.py: "model-exporter" -> a function writing that ONNX file to a path.

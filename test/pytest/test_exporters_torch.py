@@ -73,3 +73,56 @@ def test_ssdlite_matches_onnxruntime(exported):
         assert g.shape == e.shape and g.dtype == e.dtype, name
         np.testing.assert_allclose(g, e, rtol=exported_models.RTOL, atol=exported_models.ATOL)
     assert run.compilations == len(exported_models.DETECTOR_SIZES)
+
+
+def _assert_same_detections(expected, got, size) -> None:
+    """The same detections: each of onnxruntime's has one of ours with its label, box and score
+    (rtol 1e-3, atol 1e-4), in the same order except among scores equal within that tolerance
+    (the order of near-equal scores follows float rounding)."""
+    import numpy as np
+
+    (boxes, labels, scores), (our_boxes, our_labels, our_scores) = expected, got
+    close = {"rtol": exported_models.RTOL, "atol": exported_models.ATOL}
+    unused = list(range(len(labels)))
+    for i in range(len(labels)):
+        same = [
+            j for j in unused
+            if our_labels[j] == labels[i] and np.allclose(our_boxes[j], boxes[i], **close)
+            and np.isclose(our_scores[j], scores[i], **close)
+        ]  # fmt: skip
+        assert same, f"onnxruntime's detection {i} at {size} has no match: {boxes[i]} {scores[i]}"
+        j = same[0]
+        assert j == i or np.isclose(scores[i], scores[j], **close), f"order at {size}"
+        unused.remove(j)
+
+
+def test_fasterrcnn_matches_onnxruntime(exported):
+    """torchvision Faster R-CNN (MobileNetV3-Large 320 FPN, random weights) from the TorchScript
+    exporter with a dynamic image size: the RPN slices its objectness per FPN level at offsets
+    computed from the feature maps' shapes, runs NonMaxSuppression per level, pools the
+    proposals with RoiAlign per level (a level may get none) and runs NonMaxSuppression per
+    class. The data-dependent part runs per call on the host (backends/staged.py) with the
+    ONNX semantics of each op, so boxes, labels and scores are onnxruntime's. One conversion,
+    two image sizes, one compilation of the backbone each."""
+    import numpy as np
+    import onnxruntime
+
+    import mlconv
+
+    path = exported_models.fasterrcnn_file(exported)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    run = mlconv.compile(str(path))
+    boxes = []
+    for seed, size in enumerate(exported_models.FASTERRCNN_SIZES):
+        image = exported_models.detector_image(size, seed)
+        expected = session.run(None, {"images": image})
+        got = run(image)
+        assert len(got) == len(expected) == 3
+        assert expected[0].shape[0] > 0, "no detections: the comparison would prove nothing"
+        for name, e, g in zip(exported_models.FASTERRCNN_OUTPUTS, expected, got, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype, f"{name} at {size}"
+        _assert_same_detections(expected, got, size)
+        height, width = size
+        boxes.append(expected[0] / np.array([width, height, width, height]))
+    assert boxes[0].shape != boxes[1].shape or not np.allclose(boxes[0], boxes[1], atol=1e-2)
+    assert run.compilations == len(exported_models.FASTERRCNN_SIZES)
