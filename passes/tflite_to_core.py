@@ -15,10 +15,11 @@ and the first locations).
   values: int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (exact integer accumulation, fp32
   requantization, `tflite_patterns/nn.py`), int8 ADD / SUB, AVERAGE_POOL_2D, RESIZE_BILINEAR
   and SQRT, f32 -> int8 and int8 -> int8 QUANTIZE, and the int8 operators whose LiteRT rule
-  is a fixed-point one of its own (LEAKY_RELU, HARD_SWISH, RSQRT): those are tabulated over
-  the 256 int8 inputs at compile time and looked up (`tflite_patterns/fixed_point.py`); int8
-  L2_NORMALIZATION's per-row inverse square root is built from the same fixed-point steps as
-  int64 core ops, and int8 DIV is a table over all 65536 operand pairs.
+  is a fixed-point one of its own (LEAKY_RELU, HARD_SWISH, RSQRT, RELU / RELU6 / RELU_N1_TO_1
+  that rescale): those are tabulated over the 256 int8 inputs at compile time and looked up
+  (`tflite_patterns/fixed_point.py`); int8 L2_NORMALIZATION's per-row inverse square root is
+  built from the same fixed-point steps as int64 core ops, and int8 DIV is a table over all
+  65536 operand pairs.
 - Shapes: a dynamic dim (TFLite's shape signature -1, e.g. Keras's `None` batch) stays `?`
   and is bound per call (`backends/specialize.py`); every core value keeps at least the type
   the .tflite gives its tensor. `keep-dynamic=false` gives such input dims the size TFLite

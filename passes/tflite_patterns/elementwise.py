@@ -152,7 +152,6 @@ def _unary(op_class, **attributes):
 for _name, _class in {
     "LOGISTIC": core.SigmoidOp,
     "TANH": core.TanhOp,
-    "RELU": core.ReluOp,
     "EXP": core.ExpOp,
     "NEG": core.NegativeOp,
     "ABS": core.AbsOp,
@@ -160,8 +159,37 @@ for _name, _class in {
 }.items():
     lowering(_name)(_unary(_class))
 
-lowering("RELU6")(_unary(core.ClampOp, min=0.0, max=6.0))
-lowering("RELU_N1_TO_1")(_unary(core.ClampOp, min=-1.0, max=1.0))
+_RELU_RANGES = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+@lowering("RELU", "RELU6", "RELU_N1_TO_1")
+def relu(op, b):
+    """int8: TFLite's ReluX kernel, tabulated (`_relu_rule`); otherwise a clamp."""
+    low, high = _RELU_RANGES[op.operator]
+    int8 = _int8_unary(op, b)
+    if int8 is not None:
+        source, qin, qout = int8
+        return [fx.lookup(b, source, lambda q: _relu_rule(q, qin, qout, low, high))]
+    if high is None:
+        return [b(core.ReluOp, b.x(op, 0))]
+    return [b(core.ClampOp, b.x(op, 0), min=low, max=high)]
+
+
+def _relu_rule(q, qin, qout, low, high):
+    """TFLite's int8 RELU / RELU6 / RELU_N1_TO_1: zp_out + MultiplyByQuantizedMultiplier(
+    q - zp_in, s_in / s_out), clamped to the real bounds quantized with the output's
+    parameters (rounded half away from zero). Rescaling through floats differs on inputs near
+    a rounding boundary (177 of 1024 values of a RELU from scale 0.028 to 0.084)."""
+    (scale_in, zp_in), (scale_out, zp_out) = qin, qout
+    multiplier, shift = fx.quantize_multiplier(np.float32(scale_in / scale_out))
+    y = zp_out + fx.multiply_by_quantized_multiplier(q - zp_in, multiplier, shift)
+
+    def bound(real):
+        scaled = float(np.float32(real) / scale_out)
+        return zp_out + int(np.sign(scaled) * np.floor(abs(scaled) + 0.5))
+
+    y = np.maximum(y, bound(low))
+    return y if high is None else np.minimum(y, bound(high))
 
 
 @lowering("SQRT")

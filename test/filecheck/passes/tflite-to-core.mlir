@@ -299,3 +299,17 @@ func.func @int8_div(%a: tensor<1x4x!quant.uniform<i8:f32, 0.0366:-2>>, %b: tenso
   %y = "tflite.DIV"(%a, %b) {fused_activation_function = "NONE", version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.0366:-2>>, tensor<1x4x!quant.uniform<i8:f32, 0.0118:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0564:-7>> loc("div")
   func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.0564:-7>>
 }
+
+// -----
+
+// int8 RELU that rescales (TFLite's ReluX): zp_out + MultiplyByQuantizedMultiplier(q - zp_in,
+// 0.028 / 0.084), tabulated. Its double rounding takes q = 12 (1/3 of a step) to 12, not 11:
+// the doubling high product rounds 2/3 up to 1, and the halving rounds 1/2 away from zero.
+// CHECK-LABEL: func.func @int8_relu
+// CHECK:         %[[T:.*]] = core.Constant {value = dense<"0x0B0B0B0B0B0B0B0B0B0B0B0B0C0C0C0D{{.*}}"> : tensor<256xi8>}
+// CHECK:         %[[Y:.*]] = "core.Gather"(%[[T]], %{{.*}}, %{{.*}})
+// CHECK:         func.return %[[Y]]
+func.func @int8_relu(%x: tensor<1x4x!quant.uniform<i8:f32, 0.028:11>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.084:11>> {
+  %y = "tflite.RELU"(%x) {version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.028:11>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.084:11>> loc("relu")
+  func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.084:11>>
+}
