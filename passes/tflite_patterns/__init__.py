@@ -17,7 +17,7 @@ refused with `raise b.fail("why")`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from mlconv.passes.lowering import Pattern
 from mlconv.passes.lowering import lowering as _lowering
@@ -29,3 +29,10 @@ def lowering(*operators: str) -> Callable[[Pattern], Pattern]:
     """`@lowering("ADD", "SUB")`: the registry's decorator for dialect "tflite", target core,
     one builtin operator name or several."""
     return _lowering("tflite", operators)
+
+
+def lower_each(family: Callable[[type], Pattern], operators: Mapping[str, type]) -> None:
+    """Register `family(op_class)` as the lowering of each operator -> core op class of
+    `operators` (a family of builtins that differ only in the core op they become)."""
+    for operator, op_class in operators.items():
+        lowering(operator)(family(op_class))

@@ -9,7 +9,7 @@ from mlconv.dialects import core
 from mlconv.dialects.quant import UniformQuantizedType
 from mlconv.passes.lowering.tensor import lower_select
 from mlconv.passes.tflite_patterns import fixed_point as fx
-from mlconv.passes.tflite_patterns import lowering
+from mlconv.passes.tflite_patterns import lower_each, lowering
 from mlconv.passes.tflite_patterns.nn import int8_activation_bounds, int8_per_tensor
 
 
@@ -20,14 +20,16 @@ def _binary(op_class):
     return pattern
 
 
-for _name, _class in {
-    "MUL": core.MultiplyOp,
-    "SQUARED_DIFFERENCE": core.SquaredDifferenceOp,
-    "POW": core.PowerOp,
-    "MAXIMUM": core.MaximumOp,
-    "MINIMUM": core.MinimumOp,
-}.items():
-    lowering(_name)(_binary(_class))
+lower_each(
+    _binary,
+    {
+        "MUL": core.MultiplyOp,
+        "SQUARED_DIFFERENCE": core.SquaredDifferenceOp,
+        "POW": core.PowerOp,
+        "MAXIMUM": core.MaximumOp,
+        "MINIMUM": core.MinimumOp,
+    },
+)
 
 
 @lowering("DIV")
@@ -40,13 +42,10 @@ def _int8_div(op, b):
     """int8 DIV as TFLite's kernel (XNNPACK takes float DIV only), tabulated over all 65536
     pairs of int8 operands and looked up at q_a * 256 + q_b + 32896 (`_div_rule`)."""
     sources = [b.raw(op, i) for i in (0, 1)]
-    qtypes = [b.qtypes.get(v) for v in sources]
-    qout = _result_qtype(op)
-    if not all(int8_per_tensor(q) for q in [*qtypes, qout]):
+    found = _int8_binary(op, b)
+    if found is None:
         return None
-    bounds = int8_activation_bounds(op, qout)
-    if bounds is None:
-        return None
+    qtypes, qout, bounds = found
     params = [(np.float32(q.scale_values()[0]), int(q.zero_point_values()[0])) for q in qtypes]
     out = (np.float32(qout.scale_values()[0]), int(qout.zero_point_values()[0]))
     grid = np.arange(-128, 128, dtype=np.int64)
@@ -111,14 +110,22 @@ def add(op, b):
 # below 2^31: |m| < 2^21 and |q - zp| <= 255.
 
 
-def _xnnpack_add(op, b, subtract: bool):
+def _int8_binary(op, b):
+    """A binary op's operand and result types and its fused activation's bounds, when both
+    operands and the result are int8 per tensor and the activation has bounds; else None."""
     qtypes = [b.qtypes.get(b.raw(op, i)) for i in (0, 1)]
     qout = _result_qtype(op)
     if not all(int8_per_tensor(q) for q in [*qtypes, qout]):
         return None
     bounds = int8_activation_bounds(op, qout)
-    if bounds is None:
+    return None if bounds is None else (qtypes, qout, bounds)
+
+
+def _xnnpack_add(op, b, subtract: bool):
+    found = _int8_binary(op, b)
+    if found is None:
         return None
+    qtypes, qout, bounds = found
     (scale_out,), (zp_out,) = qout.scale_values(), qout.zero_point_values()
     ratios = [np.float32(q.scale_values()[0]) / np.float32(scale_out) for q in qtypes]
     if not all(2.0**-10 <= r < 2.0**8 for r in ratios):
@@ -149,15 +156,17 @@ def _unary(op_class, **attributes):
     return pattern
 
 
-for _name, _class in {
-    "LOGISTIC": core.SigmoidOp,
-    "TANH": core.TanhOp,
-    "EXP": core.ExpOp,
-    "NEG": core.NegativeOp,
-    "ABS": core.AbsOp,
-    "LOG": core.LogOp,
-}.items():
-    lowering(_name)(_unary(_class))
+lower_each(
+    _unary,
+    {
+        "LOGISTIC": core.SigmoidOp,
+        "TANH": core.TanhOp,
+        "EXP": core.ExpOp,
+        "NEG": core.NegativeOp,
+        "ABS": core.AbsOp,
+        "LOG": core.LogOp,
+    },
+)
 
 _RELU_RANGES = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
@@ -401,17 +410,19 @@ def _compare(op_class):
     return pattern
 
 
-for _name, _class in {
-    "LESS": core.LessOp,
-    "LESS_EQUAL": core.LessEqualOp,
-    "GREATER": core.GreaterOp,
-    "GREATER_EQUAL": core.GreaterEqualOp,
-    "EQUAL": core.EqualOp,
-    "NOT_EQUAL": core.NotEqualOp,
-    "LOGICAL_AND": core.LogicalAndOp,
-    "LOGICAL_OR": core.LogicalOrOp,
-}.items():
-    lowering(_name)(_compare(_class))
+lower_each(
+    _compare,
+    {
+        "LESS": core.LessOp,
+        "LESS_EQUAL": core.LessEqualOp,
+        "GREATER": core.GreaterOp,
+        "GREATER_EQUAL": core.GreaterEqualOp,
+        "EQUAL": core.EqualOp,
+        "NOT_EQUAL": core.NotEqualOp,
+        "LOGICAL_AND": core.LogicalAndOp,
+        "LOGICAL_OR": core.LogicalOrOp,
+    },
+)
 
 lowering("LOGICAL_NOT")(_unary(core.LogicalNotOp))
 

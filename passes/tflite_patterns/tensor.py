@@ -9,7 +9,7 @@ from mlconv.dense import element_type, numpy_dtype
 from mlconv.dialects import core
 from mlconv.dialects import core_tf as ctf
 from mlconv.passes.lowering.tensor import slice_by_size
-from mlconv.passes.tflite_patterns import lowering
+from mlconv.passes.tflite_patterns import lower_each, lowering
 
 
 def _reduction(op_class):
@@ -21,16 +21,18 @@ def _reduction(op_class):
     return pattern
 
 
-for _name, _class in {
-    "REDUCE_ANY": core.ReduceLogicalOrOp,
-    "REDUCE_ALL": core.ReduceLogicalAndOp,
-    "MEAN": core.ReduceMeanOp,
-    "SUM": core.ReduceSumOp,
-    "REDUCE_MAX": core.ReduceMaxOp,
-    "REDUCE_MIN": core.ReduceMinOp,
-    "REDUCE_PROD": core.ReduceProdOp,
-}.items():
-    lowering(_name)(_reduction(_class))
+lower_each(
+    _reduction,
+    {
+        "REDUCE_ANY": core.ReduceLogicalOrOp,
+        "REDUCE_ALL": core.ReduceLogicalAndOp,
+        "MEAN": core.ReduceMeanOp,
+        "SUM": core.ReduceSumOp,
+        "REDUCE_MAX": core.ReduceMaxOp,
+        "REDUCE_MIN": core.ReduceMinOp,
+        "REDUCE_PROD": core.ReduceProdOp,
+    },
+)
 
 
 @lowering("RESHAPE")
