@@ -285,7 +285,9 @@ def sequence(op: CoreOp, w) -> Layer:
     length) and have no peepholes."""
     if getattr(op, "p", None) is not None:
         raise Refused("LSTMSequence-5 has no peepholes (core's P operand)")
-    result = layer(op)
+    if op.attribute_values().get("cell_clip"):
+        raise Refused("LSTMSequence-5 has no cell-state clip (core's cell_clip, from TFLite)")
+    result = layer(op, drop=("cell_clip",))
     if op.sequence_lengths is None:
         shape = op.x.type.get_shape()
         if shape[0] < 0 or shape[1] < 0:

@@ -224,12 +224,18 @@ class GRUSequenceOp(CoreOp):
         "b",
         "?p",
     ),
-    attributes={**_RNN_ATTRIBUTES, "activations": (STRS, ("sigmoid", "tanh", "tanh"))},
+    attributes={
+        **_RNN_ATTRIBUTES,
+        "activations": (STRS, ("sigmoid", "tanh", "tanh")),
+        "cell_clip": (FLOAT, 0.0),
+    },
     results=("y", "ho", "co"),
 )
 class LSTMSequenceOp(CoreOp):
     """LSTM over a sequence, gates f, i, c, o (OpenVINO opset5 LSTMSequence; mlconv adds the
-    optional peepholes P, dirs x 3*hidden in ONNX's order i, o, f). Example:
+    optional peepholes P, dirs x 3*hidden in ONNX's order i, o, f, and `cell_clip`: the cell
+    state clipped to [-cell_clip, cell_clip] after each update as TFLite's LSTM kernels do, 0
+    for none; `clip` is ONNX's, on the activations' inputs). Example:
 
         %y, %h, %c = "core.LSTMSequence"(%x, %h0, %c0, %w, %r, %b) {hidden_size = 4 : i64}
                : (tensor<3x2x5xf32>, tensor<3x1x4xf32>, tensor<3x1x4xf32>, tensor<1x16x5xf32>,
@@ -243,6 +249,7 @@ class LSTMSequenceOp(CoreOp):
     @staticmethod
     def semantics(X, initial_hidden_state, initial_cell_state, sequence_lengths, W, R, B, P, **rnn):
         count, functions, clipped = _directions(rnn, 3)
+        clip_cell = _clipped(rnn["cell_clip"])
         n = rnn["hidden_size"]
 
         def cell(x_t, carry, d):
@@ -255,7 +262,7 @@ class LSTMSequenceOp(CoreOp):
                 gi, gf = gi + pi * c, gf + pf * c
             i = f(clipped(gi))
             forget = f(clipped(gf))
-            c = forget * c + i * g(clipped(gc))
+            c = clip_cell(forget * c + i * g(clipped(gc)))
             if P is not None:
                 go = go + po * c
             o = f(clipped(go))

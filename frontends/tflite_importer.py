@@ -235,6 +235,12 @@ class _Importer:
             if index not in values:
                 t = tensors[index]
                 raw = self.buffer_bytes(model, t.buffer)
+                shape = [] if t.shape is None else [int(d) for d in t.shape]
+                if raw is None and t.isVariable and all(d >= 0 for d in shape):
+                    # A variable tensor without data (a fused RNN's state): LiteRT starts it
+                    # at zeros; mlconv runs each call from that state (no state kept between).
+                    dtype = NUMPY_DTYPES[type_name(t)]
+                    raw = np.zeros(shape, dtype).tobytes()
                 if raw is None:
                     raise FrontendError(
                         f"tensor '{_name(t)}' is used before it is produced and has no data"

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from mlconv.passes.lowering import Pattern
 from mlconv.passes.lowering import lowering as _lowering
 
-FAMILIES = ("nn", "elementwise", "image", "tensor", "control")
+FAMILIES = ("nn", "elementwise", "image", "tensor", "control", "rnn")
 
 
 def lowering(*operators: str) -> Callable[[Pattern], Pattern]:

@@ -104,6 +104,9 @@ TFLITE_UNREAD: dict[tuple[str, str], str] = {
     "weights): mlconv multiplies in float with the dequantized weights, where LiteRT also "
     "quantizes the input at run time, so mlconv is closer to the float model than LiteRT",
     ("FULLY_CONNECTED", "asymmetric_quantize_inputs"): "as BATCH_MATMUL's",
+    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "asymmetric_quantize_inputs"): "as BATCH_MATMUL's",
+    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "proj_clip"): "clips the projection's output; a "
+    "projection is refused",
     ("IF", "then_subgraph_index"): "the importer holds the subgraph as the then_branch region",
     ("IF", "else_subgraph_index"): "the importer holds the subgraph as the else_branch region",
     ("WHILE", "cond_subgraph_index"): "the importer holds the subgraph as the cond region",

@@ -8,6 +8,11 @@ models (TensorListReserve needs a static element shape), so each shape is its ow
 x 5 steps and batch 3 x 7 steps, the same random weights. One model holds Masking (some steps
 of one sequence masked), LSTM and GRU with return_sequences, SimpleRNN without, and a
 Bidirectional LSTM (REVERSE_V2).
+
+tf.keras (Keras 2, the tf-keras package) LSTMs are fused by the converter into
+UNIDIRECTIONAL_SEQUENCE_LSTM (static shapes too), lowered onto core.LSTMSequence: a model with
+an LSTM, a Bidirectional LSTM and a ReLU LSTM whose cell state grows past TFLite's cell_clip
+of 10 (the converter's setting for Keras LSTMs), so the clip shows in the outputs.
 """
 
 from __future__ import annotations
@@ -85,6 +90,65 @@ def test_matches_litert(files, index):
     expected = list(_litert(path, x).values())
     got = mlconv.compile(str(path))(x)
     assert len(got) == len(expected) == 4
+    for g, e in zip(got, expected, strict=True):
+        g = np.asarray(g)
+        assert g.shape == e.shape and g.dtype == e.dtype
+        assert np.abs(g - e).max() <= RTOL * np.abs(e).max()
+
+
+# --------------------------------------------------------------------------- fused (tf.keras)
+
+FUSED_SHAPES = [(2, 24), (3, 28)]
+UP = 13  # steps of +1 on feature 0: the clipped LSTM's cell state climbs past 10, then falls
+
+
+def _fused_model(batch: int, steps: int):
+    tf_keras = pytest.importorskip("tf_keras")
+    tf_keras.utils.set_random_seed(0)
+    x = tf_keras.Input((steps, 3), batch_size=batch)
+    layers = tf_keras.layers
+    clipped = layers.LSTM(4, return_sequences=True, name="clipped")
+    outputs = [clipped(x), layers.Bidirectional(layers.LSTM(3))(x)]
+    model = tf_keras.Model(x, outputs)
+    rng = np.random.default_rng(1)
+    weights = model.get_weights()
+    model.set_weights([rng.standard_normal(w.shape).astype(np.float32) * 0.5 for w in weights])
+    kernel = np.zeros((3, 16), np.float32)  # gates i, f, c, o
+    kernel[0, 8:12] = 6.0  # the cell input follows the sign of feature 0
+    bias = np.zeros(16, np.float32)
+    bias[:8] = 6.0  # input and forget gates open: the cell state moves ~1 per step
+    clipped.set_weights([kernel, np.zeros((4, 16), np.float32), bias])
+    return model
+
+
+@pytest.fixture(scope="module")
+def fused_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tflite_fused_lstm")
+    paths = []
+    for batch, steps in FUSED_SHAPES:
+        converter = tf.lite.TFLiteConverter.from_keras_model(_fused_model(batch, steps))
+        path = folder / f"lstm_{batch}x{steps}.tflite"
+        path.write_bytes(converter.convert())
+        paths.append(path)
+    return paths
+
+
+def test_fused_file_holds_sequence_lstms(fused_files):
+    text = str(import_tflite(fused_files[0]))
+    assert text.count('"tflite.UNIDIRECTIONAL_SEQUENCE_LSTM"') == 3
+    assert text.count("cell_clip = 1.000000e+01") == 3 and '"tflite.WHILE"' not in text
+
+
+@pytest.mark.parametrize("index", range(len(FUSED_SHAPES)))
+def test_fused_lstm_matches_litert(fused_files, index):
+    """Without TFLite's cell clip the clipped LSTM's outputs are off by up to ~0.4 (checked)."""
+    path = fused_files[index]
+    batch, steps = FUSED_SHAPES[index]
+    x = np.random.default_rng(batch).standard_normal((batch, steps, 3)).astype(np.float32)
+    x[:, :, 0] = np.where(np.arange(steps) < UP, 1.0, -1.0)
+    expected = list(_litert(path, x).values())
+    got = mlconv.compile(str(path))(x)
+    assert len(got) == len(expected) == 2
     for g, e in zip(got, expected, strict=True):
         g = np.asarray(g)
         assert g.shape == e.shape and g.dtype == e.dtype

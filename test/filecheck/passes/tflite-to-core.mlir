@@ -313,3 +313,21 @@ func.func @int8_relu(%x: tensor<1x4x!quant.uniform<i8:f32, 0.028:11>>) -> tensor
   %y = "tflite.RELU"(%x) {version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.028:11>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.084:11>> loc("relu")
   func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.084:11>>
 }
+
+// -----
+
+// UNIDIRECTIONAL_SEQUENCE_LSTM (tf.keras LSTM fused by TFLiteConverter) -> core.LSTMSequence:
+// W, R, B stacked in core's gate order f, i, c, o (TFLite's operands 2, 1, 3, 4 / 6, 5, 7, 8 /
+// 13, 12, 14, 15), one direction; the states batch x 1 x n; TFLite's cell_clip kept.
+// CHECK-LABEL: func.func @sequence_lstm
+// CHECK:         %[[W:[a-z0-9_]+]] = "core.Concat"(%wf, %wi, %wc, %wo) {axis = 0 : i64}
+// CHECK:         %[[R:[a-z0-9_]+]] = "core.Concat"(%rf, %ri, %rc, %ro) {axis = 0 : i64}
+// CHECK:         %[[B:[a-z0-9_]+]] = "core.Concat"(%bf, %bi, %bc, %bo) {axis = 0 : i64}
+// CHECK:         %{{.*}}, %{{.*}}, %{{.*}} = "core.LSTMSequence"(%x, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 0>}> {hidden_size = 1 : i64, activations = ["sigmoid", "tanh", "tanh"], cell_clip = 1.000000e+01 : f64} : (tensor<2x3x2xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>, tensor<1x4x2xf32>, tensor<1x4x1xf32>, tensor<1x4xf32>) -> (tensor<2x1x3x1xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+// CHECK:         "core.Squeeze"
+// CHECK-NOT:     tflite.
+func.func @sequence_lstm(%x: tensor<2x3x2xf32>, %wi: tensor<1x2xf32>, %wf: tensor<1x2xf32>, %wc: tensor<1x2xf32>, %wo: tensor<1x2xf32>, %ri: tensor<1x1xf32>, %rf: tensor<1x1xf32>, %rc: tensor<1x1xf32>, %ro: tensor<1x1xf32>, %bi: tensor<1xf32>, %bf: tensor<1xf32>, %bc: tensor<1xf32>, %bo: tensor<1xf32>, %h: tensor<2x1xf32>, %c: tensor<2x1xf32>) -> tensor<2x3x1xf32> {
+  %none = "tflite.NO_VALUE"() : () -> none
+  %y = "tflite.UNIDIRECTIONAL_SEQUENCE_LSTM"(%x, %wi, %wf, %wc, %wo, %ri, %rf, %rc, %ro, %none, %none, %none, %bi, %bf, %bc, %bo, %none, %none, %h, %c, %none, %none, %none, %none) {version = 1 : i32, fused_activation_function = "TANH", cell_clip = 1.000000e+01 : f32, proj_clip = 0.000000e+00 : f32, time_major = false, asymmetric_quantize_inputs = false, diagonal_recurrent_tensors = false} : (tensor<2x3x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, none, none, none, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, none, none, tensor<2x1xf32>, tensor<2x1xf32>, none, none, none, none) -> tensor<2x3x1xf32>
+  func.return %y : tensor<2x3x1xf32>
+}
