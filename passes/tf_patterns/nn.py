@@ -96,31 +96,14 @@ def bias_add(op, b):
     return [b(ew.AddOp, x, bias)]
 
 
-@lowering("MatMul")
+@lowering("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
 def matmul(op, b):
-    return [
-        b(
-            nn.MatMulOp,
-            b.input(op, 0),
-            b.input(op, 1),
-            transpose_a=b.attr(op, "transpose_a", False),
-            transpose_b=b.attr(op, "transpose_b", False),
-        )
-    ]
-
-
-@lowering("BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
-def batch_matmul(op, b):
-    # adj_x/adj_y conjugate too, which is transposition for the real types core supports.
-    return [
-        b(
-            nn.MatMulOp,
-            b.input(op, 0),
-            b.input(op, 1),
-            transpose_a=b.attr(op, "adj_x", False),
-            transpose_b=b.attr(op, "adj_y", False),
-        )
-    ]
+    # BatchMatMul's adj_x/adj_y conjugate too, which is transposition for the real types core
+    # supports.
+    flags = ("transpose_a", "transpose_b") if op.name == "tf.MatMul" else ("adj_x", "adj_y")
+    transpose_a, transpose_b = (b.attr(op, flag, False) for flag in flags)
+    x, y = b.input(op, 0), b.input(op, 1)
+    return [b(nn.MatMulOp, x, y, transpose_a=transpose_a, transpose_b=transpose_b)]
 
 
 @lowering("Einsum")
