@@ -351,3 +351,53 @@ def test_sequence_without_lengths_needs_a_static_batch(tmp_path):
     )
     with pytest.raises(BackendError, match="batch and sequence sizes must be static"):
         to_openvino_ir(parse_mlir_file(source))
+
+
+def test_openvino_runs_scatter_elements_with_add_reduction_as_onnxruntime():
+    """ScatterElementsUpdate gained `reduction` at opset 12: written at 12 with it (dropped,
+    OpenVINO would overwrite repeated indices instead of adding them). OpenVINO runs the IR
+    against onnxruntime on the ONNX source; index 0 is hit twice in the first row."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(31)
+    indices = np.array([[0, 2, 0], [1, 0, 2]], np.int64)
+    inits = [
+        numpy_helper.from_array(indices, "i"),
+        numpy_helper.from_array(rng.standard_normal((2, 3)).astype(np.float32), "u"),
+    ]
+    node = helper.make_node(
+        "ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction="add", name="scatter"
+    )
+    graph = helper.make_graph(
+        [node],
+        "scatter",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    (got,) = compile_module(_core(model))(x=x)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_custom_op_is_an_extension_layer_with_its_attributes(tmp_path):
+    """core.Custom (allow-custom) becomes a layer of its op type in its domain's opset, each
+    attribute in <data> as OpenVINO's extensions read them: lists comma-separated, numbers and
+    strings as written."""
+    from mlconv.frontends.load import parse_mlir_file
+
+    source = tmp_path / "custom.mlir"
+    source.write_text(
+        "func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+        '  %y = "core.Custom"(%x) {domain = "com.acme", op_type = "SoftClip", attrs = {alpha ='
+        ' 2.5 : f64, axes = array<i64: 0, 1>, keep = 4 : i64, mode = "fast"}}'
+        ' : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("clip")\n'
+        "  func.return %y : tensor<2x3xf32>\n}\n"
+    )
+    xml, _ = to_openvino_ir(parse_mlir_file(source))
+    (layer,) = [e for e in ET.fromstring(xml).iter("layer") if e.get("name") == "clip"]
+    assert (layer.get("type"), layer.get("version")) == ("SoftClip", "com.acme")
+    assert layer.find("data").attrib == {"alpha": "2.5", "axes": "0,1", "keep": "4", "mode": "fast"}
