@@ -13,7 +13,7 @@ and the first locations).
   from zero, as LiteRT's reference kernels do. Constants (weights, int32 biases) fold to f32.
   Exceptions compute the integers as LiteRT's default (XNNPACK) kernels do and return storage
   values: int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (exact integer accumulation, fp32
-  requantization, `tflite_patterns/nn.py`), int8 ADD / SUB, AVERAGE_POOL_2D, RESIZE_BILINEAR
+  requantization, `tflite_patterns/nn.py`), int8 ADD / SUB, MUL, AVERAGE_POOL_2D, RESIZE_BILINEAR
   and SQRT, f32 -> int8 and int8 -> int8 QUANTIZE, and the int8 operators whose LiteRT rule
   is a fixed-point one of its own (LEAKY_RELU, HARD_SWISH, RSQRT, RELU / RELU6 / RELU_N1_TO_1
   that rescale): those are tabulated over the 256 int8 inputs at compile time and looked up

@@ -8,9 +8,9 @@ representative dataset (seeded) and default optimizations, and cached for the se
   LOGISTIC, TANH, SOFTMAX, GELU, RELU6: the first three use rules of their own,
   `fixed_point.py`), and L2_NORMALIZATION over rows of 16 of them (TFLite's integer kernel);
 - `edges`: float in and out (QUANTIZE and DEQUANTIZE at the edges) with MUL, ADD, MEAN, SUM,
-  AVERAGE_POOL_2D, SOFTMAX, RESIZE_BILINEAR (half pixel; align corners) and a rescaling RELU
-  into a CONCATENATION inside, fed floats exactly halfway between two quantization steps
-  (where rounding rules part) and normal random inputs;
+  AVERAGE_POOL_2D, SOFTMAX, RESIZE_BILINEAR (half pixel; align corners), MINIMUM of x and
+  x * 0.5, and a rescaling RELU into a CONCATENATION inside, fed floats exactly halfway
+  between two quantization steps (where rounding rules part) and normal random inputs;
 - Keras MobileNetV2 (96x96, alpha 0.35, seeded weights, BatchNorm statistics calibrated so
   its output moves with the input, softmax classifier) with float input and output.
 Equal float outputs of a DEQUANTIZE are equal int8 values: every comparison is exact.
@@ -82,6 +82,8 @@ def _edges(x):
         "average_pool": tf.nn.avg_pool2d(x, 3, 2, "SAME"),
         "softmax": tf.nn.softmax(x * 2.0),
         "resize_bilinear": tf.image.resize(x, (13, 11)),
+        # x * 0.5, the constant stored as 255 steps: products exactly halfway between steps
+        "minimum_of_halved": tf.minimum(x, swapped * 0.5),
         # the RELU rescales to the CONCATENATION's scale, 3x its input's
         "relu_into_concatenation": tf.concat([x * 3.0, tf.nn.relu(x)], -1),
         "resize_align_corners": tf.compat.v1.image.resize_bilinear(x, (5, 11), align_corners=True),
@@ -272,6 +274,7 @@ def test_float_edges_and_reductions(models):
     assert set(operators.values()) >= {
         *("ADD", "MUL", "MEAN", "SUM", "AVERAGE_POOL_2D", "SOFTMAX", "RESIZE_BILINEAR"),
         "CONCATENATION",
+        "MINIMUM",
     }
     rng = np.random.default_rng(3)
     halfway = (rng.integers(-128, 127, EDGES_SHAPE) - zero_point + 0.5) * scale

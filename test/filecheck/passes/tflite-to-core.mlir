@@ -331,3 +331,21 @@ func.func @sequence_lstm(%x: tensor<2x3x2xf32>, %wi: tensor<1x2xf32>, %wf: tenso
   %y = "tflite.UNIDIRECTIONAL_SEQUENCE_LSTM"(%x, %wi, %wf, %wc, %wo, %ri, %rf, %rc, %ro, %none, %none, %none, %bi, %bf, %bc, %bo, %none, %none, %h, %c, %none, %none, %none, %none) {version = 1 : i32, fused_activation_function = "TANH", cell_clip = 1.000000e+01 : f32, proj_clip = 0.000000e+00 : f32, time_major = false, asymmetric_quantize_inputs = false, diagonal_recurrent_tensors = false} : (tensor<2x3x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x2xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, none, none, none, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, none, none, tensor<2x1xf32>, tensor<2x1xf32>, none, none, none, none) -> tensor<2x3x1xf32>
   func.return %y : tensor<2x3x1xf32>
 }
+
+// -----
+
+// int8 MUL as XNNPACK: (q_a - zp_a)(q_b - zp_b) in int32 (a float product by the constant
+// would be folded into the scale), times float32(s_a s_b / s_out), rounded half to even.
+// CHECK-LABEL: func.func @int8_mul
+// CHECK:         %[[A:.*]] = "core.Convert"(%{{.*}}) {destination_type = i32}
+// CHECK:         %[[CA:.*]] = "core.Subtract"(%[[A]], %{{.*}}) : (tensor<1x4xi32>, tensor<i32>)
+// CHECK:         %[[B:.*]] = core.Constant {value = dense<255> : tensor<i32>}
+// CHECK:         %[[ACC:.*]] = "core.Multiply"(%[[CA]], %[[B]]) : (tensor<1x4xi32>, tensor<i32>) -> tensor<1x4xi32>
+// CHECK:         %[[F:.*]] = "core.Convert"(%[[ACC]]) {destination_type = f32}
+// CHECK:         %[[S:.*]] = "core.Multiply"(%[[F]], %{{.*}})
+// CHECK:         "core.Round"(%[[S]]) {mode = "half_to_even"}
+func.func @int8_mul(%a: tensor<1x4x!quant.uniform<i8:f32, 0.0217:52>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0217:52>> {
+  %half = "tflite.CONST"() {value = dense<127> : tensor<i8>} : () -> tensor<!quant.uniform<i8:f32, 0.00196:-128>>
+  %y = "tflite.MUL"(%a, %half) {fused_activation_function = "NONE", version = 2 : i32} : (tensor<1x4x!quant.uniform<i8:f32, 0.0217:52>>, tensor<!quant.uniform<i8:f32, 0.00196:-128>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.0217:52>> loc("mul")
+  func.return %y : tensor<1x4x!quant.uniform<i8:f32, 0.0217:52>>
+}
