@@ -294,3 +294,14 @@ def test_an_unexpected_error_is_one_line_of_at_most_200_characters():
     status, body = error_answer(ValueError("x" * 300))
     assert (status, body) == (500, {"error": "ValueError: " + "x" * 200})
     assert error_answer(KeyError("k")) == (500, {"error": "KeyError: 'k'"})
+
+
+def test_nesting_is_counted_whatever_bytes_sit_between_the_brackets():
+    """A body nested 100 deep with a 0xFF byte after each bracket is refused for its depth
+    (the first check), not later for its bytes: every byte outside the brackets is ignored."""
+    from mlconv.backends.http_request import RequestError, RequestLimits, parse_json
+
+    limits = RequestLimits(max_body_bytes=1 << 20, max_array_bytes=1 << 20)
+    with pytest.raises(RequestError, match="nested deeper than") as error:
+        parse_json(b"[\xff" * 100, [], limits)
+    assert error.value.status == 400
