@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import BlockArgument, SSAValue
 
 from mlconv.dialects.core_base import CoreOp
+from mlconv.dialects.core_control import IfOp
 from mlconv.dialects.core_tensor import ShapeOfOp
 from mlconv.errors import BackendError
 
@@ -38,7 +39,10 @@ def value_names(attrs: Any, count: int, prefix: str) -> list[str]:
 
 def value_inputs(main: func.FuncOp) -> list[int]:
     """Indices of @main's arguments whose values reach a static operand (ShapeOf cuts the
-    chain: its result depends on the shape only)."""
+    chain: its result depends on the shape only), or the condition of a core.If whose results
+    have no static shape: the branch taken decides them (optimum's merged decoders pick the
+    first step or the cached step by a `use_cache_branch` input; bound, the If folds to one
+    branch, so at most two programs per input shapes)."""
     reached: set[int] = set()
     seen: set[SSAValue] = set()
 
@@ -59,6 +63,11 @@ def value_inputs(main: func.FuncOp) -> list[int]:
             stack.extend(owner.operands)
 
     for op in main.body.walk():
+        if isinstance(op, IfOp) and any(
+            isinstance(r.type, TensorType) and any(d < 0 for d in r.type.get_shape())
+            for r in op.results
+        ):
+            visit(op.cond)
         if not isinstance(op, CoreOp):
             continue
         groups = op.operand_groups()
