@@ -305,3 +305,12 @@ def test_nesting_is_counted_whatever_bytes_sit_between_the_brackets():
     with pytest.raises(RequestError, match="nested deeper than") as error:
         parse_json(b"[\xff" * 100, [], limits)
     assert error.value.status == 400
+
+
+def test_server_limits_default_to_the_documented_bounds():
+    """converter/serving.py's docstring and `mlconv-run --help`: reads wait 10 s, a whole
+    request 30 s, 64 connections at once."""
+    from mlconv.converter.serving import ServerLimits
+
+    limits = ServerLimits()
+    assert (limits.read_timeout, limits.request_timeout, limits.max_connections) == (10, 30, 64)
