@@ -39,10 +39,11 @@ def value_names(attrs: Any, count: int, prefix: str) -> list[str]:
 
 def value_inputs(main: func.FuncOp) -> list[int]:
     """Indices of @main's arguments whose values reach a static operand (ShapeOf cuts the
-    chain: its result depends on the shape only), or the condition of a core.If whose results
-    have no static shape: the branch taken decides them (optimum's merged decoders pick the
-    first step or the cached step by a `use_cache_branch` input; bound, the If folds to one
-    branch, so at most two programs per input shapes)."""
+    chain: its result depends on the shape only), or that is itself the condition of a core.If
+    whose results have no static shape: the branch taken may decide them (optimum's merged
+    decoders pick the first step or the cached step by their `use_cache_branch` input; bound,
+    the If folds to one branch, so at most two programs per input shapes). A condition computed
+    from the data (tf.cond) is left alone: its branches must agree on shapes anyway."""
     reached: set[int] = set()
     seen: set[SSAValue] = set()
 
@@ -63,11 +64,16 @@ def value_inputs(main: func.FuncOp) -> list[int]:
             stack.extend(owner.operands)
 
     for op in main.body.walk():
-        if isinstance(op, IfOp) and any(
-            isinstance(r.type, TensorType) and any(d < 0 for d in r.type.get_shape())
-            for r in op.results
+        if (
+            isinstance(op, IfOp)
+            and isinstance(op.cond, BlockArgument)
+            and op.cond.block is main.body.block
+            and any(
+                isinstance(r.type, TensorType) and any(d < 0 for d in r.type.get_shape())
+                for r in op.results
+            )
         ):
-            visit(op.cond)
+            reached.add(op.cond.index)
         if not isinstance(op, CoreOp):
             continue
         groups = op.operand_groups()
