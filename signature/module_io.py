@@ -43,7 +43,8 @@ def value_inputs(main: func.FuncOp) -> list[int]:
     whose results have no static shape: the branch taken may decide them (optimum's merged
     decoders pick the first step or the cached step by their `use_cache_branch` input; bound,
     the If folds to one branch, so at most two programs per input shapes). A condition computed
-    from the data (tf.cond) is left alone: its branches must agree on shapes anyway."""
+    from the data (tf.cond) is left alone: binding it would bind the data, one program per
+    input value."""
     reached: set[int] = set()
     seen: set[SSAValue] = set()
 

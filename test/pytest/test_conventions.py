@@ -384,15 +384,20 @@ def _scoped_imports(root: Path) -> tuple[dict[str, set[str]], list[tuple[str, st
     return top, local
 
 
-def _loaded_with(module: str, top: dict[str, set[str]]) -> set[str]:
+def _loaded_with(
+    module: str, top: dict[str, set[str]], loading: frozenset[str] = frozenset()
+) -> set[str]:
     """Every mlconv module that importing `module` loads: its packages' `__init__`s first,
-    then what each loaded module imports at module level."""
+    then what each loaded module imports at module level. Packages in `loading` (being
+    imported already, above the importer) load nothing more."""
     loaded: set[str] = set()
     pending = [module]
     while pending:
         parts = pending.pop().split(".")
         for size in range(1, len(parts) + 1):
             name = ".".join(parts[:size])
+            if name in loading and name != module:
+                continue
             if name in top and name not in loaded:
                 loaded.add(name)
                 pending.extend(top[name])
@@ -414,24 +419,13 @@ def hoistable_local_imports(root: Path) -> list[str]:
 
 
 def _loaded_by_importing(target: str, importer: str, top: dict[str, set[str]]) -> set[str]:
-    """What `import target` loads when `importer` runs it at its top: as `_loaded_with`, except
-    that the packages above `importer`, already loading, load nothing more."""
+    """What `import target` loads when `importer` runs it at its top: the packages above
+    `importer`, already loading, load nothing more."""
     parts = importer.split(".")
     loading = {".".join(parts[:size]) for size in range(1, len(parts))}
     if target.startswith(importer + "."):
         loading.add(importer)  # a package importing its own submodule
-    loaded: set[str] = set()
-    pending = [target]
-    while pending:
-        parts = pending.pop().split(".")
-        for size in range(1, len(parts) + 1):
-            name = ".".join(parts[:size])
-            if name in loading and name != target:
-                continue
-            if name in top and name not in loaded:
-                loaded.add(name)
-                pending.extend(top[name])
-    return loaded
+    return _loaded_with(target, top, frozenset(loading))
 
 
 def cycle_dodging_local_imports(root: Path) -> list[str]:
